@@ -1,0 +1,61 @@
+# npupool — top-level Makefile.
+#
+#   make            build/libnpupool.so, build/fakeacl/libascendcl.so, build/npupool, tests
+#   make test       every test (plain build, then ASan+UBSan and TSan builds) -> "N passed, M failed"
+#   make demo       the sample application in front of the shim on the fake runtime
+#   make bench      benchmarks (not part of the tests)
+#   make SAN=asan   an ASan+UBSan build in build/asan (SAN=tsan: build/tsan)
+#
+# Each directory adds its own rules in a fragment (*/*.mk) using the variables below; a fragment
+# appends its outputs to ALL_TARGETS (built by `make`) and BENCH_TARGETS.
+
+SAN ?=
+ifeq ($(SAN),)
+BUILD ?= build
+SANFLAGS :=
+else ifeq ($(SAN),asan)
+BUILD ?= build/asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else ifeq ($(SAN),tsan)
+BUILD ?= build/tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else
+$(error SAN must be empty, asan or tsan)
+endif
+
+CC      ?= cc
+CXX     ?= c++
+OPT     ?= -O2
+CFLAGS  := $(OPT) -g -std=gnu11 -Wall -Wextra -fPIC -pthread -Iinclude -Ipool -Ishim $(SANFLAGS) $(EXTRA_CFLAGS)
+LDFLAGS := -pthread $(SANFLAGS) $(EXTRA_LDFLAGS)
+
+ALL_TARGETS   :=
+BENCH_TARGETS :=
+DEPS_STAMP    := build/.deps-ok
+
+.PHONY: all deps test demo bench clean fuzz
+all: deps
+# `all` gets its real prerequisites after the fragments are included (see bottom).
+
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): mk/deps.sh
+	@mkdir -p $(dir $@)
+	@sh mk/deps.sh
+	@touch $@
+
+# Objects: $(BUILD)/obj/<path>.o from <path>.c, with header dependencies.
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/obj/%.o: %.cc | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) $(filter-out -std=gnu11,$(CFLAGS)) -std=gnu++17 -MMD -MP -c $< -o $@
+
+include $(wildcard pool/pool.mk tests/fakeacl/fakeacl.mk shim/shim.mk ledger/ledger.mk tools/tools.mk tests/tests.mk bench/bench.mk)
+
+all: $(ALL_TARGETS)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+clean:
+	rm -rf build

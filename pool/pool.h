@@ -1,0 +1,115 @@
+/* pool/pool.h — the device-memory pool: bucketed suballocation of one reserved address range.
+ *
+ * Owns: the public contract of pool/.  A pool manages the address range [base, base+size) of
+ * one device reservation.  It never reads or writes that memory: every piece of metadata lives
+ * in host memory (libc malloc), so the same code runs over real HBM, over the fake runtime, or
+ * over a made-up range in `npupool replay` and the unit tests.
+ *
+ * Contract (every function):
+ *   - Thread-safe: each pool has its own lock; pool_lock/pool_unlock exist only for fork
+ *     handlers (lock every pool before fork, unlock in parent and child).
+ *   - Addresses handed out are POOL_ALIGN (64) byte aligned; block sizes are multiples of 64.
+ *   - pool_alloc(granted) returns a block of at least `granted` bytes that overlaps no other
+ *     live block.  `granted` is what the caller's contract says belongs to the block (for ACL:
+ *     ALIGN_UP(size,32)+32); `requested` is what the application asked for (statistics only).
+ *   - Time: alloc and free are O(1) (TLSF-style two-level bitmaps, bounded list probes) plus one
+ *     expected-O(1) hash lookup; they do not depend on the number of live blocks.
+ *   - Freed neighbours are coalesced at once.
+ *   - Conservation, checked by pool_check():
+ *       allocated_bytes (sum of granted) + free_bytes + overhead_bytes == reserved_bytes
+ *     where overhead = rounding of granted up to the block size + unusable alignment head/tail.
+ */
+#ifndef NPUPOOL_POOL_H
+#define NPUPOOL_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define POOL_ALIGN 64u
+
+typedef struct pool pool_t;
+
+/* Result codes (negative = error). */
+enum {
+    POOL_OK = 0,
+    POOL_ENOMEM = -1,    /* no free block large enough (check stats to see why) */
+    POOL_EINVAL = -2,    /* size 0, or larger than the pool could ever hold */
+    POOL_ENOTOWNED = -3, /* address outside [base, base+size): not this pool's */
+    POOL_ENOTLIVE = -4,  /* inside the range but not the start of a live block:
+                            double free or interior pointer; nothing was changed */
+};
+
+/* User-facing size classes ("buckets", after the seed's 1K/16K/256K split) for statistics. */
+#define POOL_NBUCKETS 8
+/* Upper bounds (inclusive) of buckets 0..6 in bytes; bucket 7 is everything larger. */
+extern const size_t pool_bucket_limit[POOL_NBUCKETS - 1];
+int pool_bucket_of(size_t size); /* 0..POOL_NBUCKETS-1 */
+
+typedef struct pool_bucket_stats {
+    uint64_t live_blocks;   /* live allocations whose granted size falls in this bucket */
+    uint64_t live_bytes;    /* sum of their granted bytes */
+    uint64_t free_blocks;   /* free blocks whose size falls in this bucket */
+    uint64_t free_bytes;    /* sum of those free block sizes */
+} pool_bucket_stats_t;
+
+typedef struct pool_stats {
+    uintptr_t base;                /* start of the managed range */
+    size_t reserved_bytes;         /* size of the managed range */
+    size_t allocated_bytes;        /* sum of granted bytes of live blocks */
+    size_t requested_bytes;        /* sum of requested bytes of live blocks */
+    size_t peak_allocated_bytes;   /* high-water mark of allocated_bytes */
+    size_t free_bytes;             /* sum of free block sizes (all of them, any bucket) */
+    size_t largest_free_bytes;     /* size of the largest free block */
+    size_t overhead_bytes;         /* reserved - allocated - free */
+    double fragmentation;          /* 1 - largest_free/free (0 when free == 0) */
+    uint64_t live_blocks;          /* number of live allocations */
+    uint64_t free_blocks;          /* number of free blocks */
+    uint64_t allocs;               /* successful pool_alloc calls */
+    uint64_t frees;                /* successful pool_free calls */
+    uint64_t failed_allocs;        /* pool_alloc calls answered POOL_ENOMEM */
+    uint64_t invalid_frees;        /* pool_free calls answered ENOTOWNED/ENOTLIVE */
+    pool_bucket_stats_t buckets[POOL_NBUCKETS];
+} pool_stats_t;
+
+/* Create a pool over [base, base+size).  Returns NULL on bad arguments (size too small to hold
+ * one aligned block) or host out of memory.  No device call is made. */
+pool_t *pool_create(uintptr_t base, size_t size);
+void pool_destroy(pool_t *pool);
+
+/* pre: granted > 0, requested <= granted (requested may be 0 when unknown).
+ * On POOL_OK *out is the block's start address. */
+int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out);
+
+/* Free the block starting at addr.  On POOL_OK, *granted_out / *requested_out (either may be
+ * NULL) receive what the block was allocated with. */
+int pool_free(pool_t *pool, uintptr_t addr, size_t *granted_out, size_t *requested_out);
+
+/* 1 when addr lies inside the managed range (live, free or interior), else 0.  Lock-free. */
+int pool_contains(const pool_t *pool, uintptr_t addr);
+
+/* Size of the live block starting at addr; POOL_ENOTLIVE / POOL_ENOTOWNED otherwise. */
+int pool_block_size(pool_t *pool, uintptr_t addr, size_t *granted, size_t *requested);
+
+void pool_get_stats(pool_t *pool, pool_stats_t *out);
+
+/* Walk every block in address order under the pool lock; stop when cb returns non-zero.
+ * `is_free` is 1 for a free block.  `size` is the block size (granted for live blocks). */
+typedef int (*pool_walk_fn)(void *ctx, uintptr_t addr, size_t size, int is_free);
+int pool_walk(pool_t *pool, pool_walk_fn cb, void *ctx);
+
+/* Invariant checker: walks every block, list, bitmap and counter; returns the number of
+ * violations (0 = consistent).  The first violation's description goes to `why` if non-NULL. */
+int pool_check(pool_t *pool, char *why, size_t why_len);
+
+/* For fork handlers only. */
+void pool_lock(pool_t *pool);
+void pool_unlock(pool_t *pool);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NPUPOOL_POOL_H */

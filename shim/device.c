@@ -1,0 +1,158 @@
+/* shim/device.c — per-device state: lazy pool creation, lookup by address, retirement.
+ *
+ * Owns: shim_devices[].  A pool is created at the first allocation on its device with ONE real
+ * reservation of NPUPOOL_POOL_BYTES, or NPUPOOL_RATIO of the free HBM the runtime reports, in
+ * 2 MiB units.  When the runtime refuses, the size backs off by 1/8 per step down to
+ * RESERVE_MIN_BYTES; if every step is refused the device runs without a pool (every request
+ * takes the fallback path) until aclrtResetDevice.  Retired pools are kept, never destroyed, so a
+ * thread racing a reset cannot touch freed metadata; their count is bounded by resets.
+ * Locking: device->lock serialises creation and retirement; readers load the pool pointer with
+ * acquire semantics and need no lock.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include "log.h"
+#include "options.h"
+#include "real.h"
+#include "shim.h"
+
+#define HUGE_PAGE (2u << 20)
+#define RESERVE_MIN_BYTES ((size_t)64 << 20)
+
+shim_device_t shim_devices[SHIM_MAX_DEVICES] = {
+    [0 ... SHIM_MAX_DEVICES - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+};
+shim_counters_t shim_unknown_device_counters;
+
+static int highest_device = -1; /* highest device index that ever had a pool */
+
+typedef struct retired_pool {
+    struct retired_pool *next; /* older retirements */
+    pool_t *pool;              /* metadata of a pool whose memory the runtime took back */
+} retired_pool_t;
+static retired_pool_t *retired_pools; /* guarded by the devices' locks (one at a time suffices:
+                                         pushes use an atomic exchange) */
+
+static size_t reservation_target(int device)
+{
+    if (npupool_opt.pool_bytes) return npupool_opt.pool_bytes & ~(size_t)(HUGE_PAGE - 1);
+    size_t free_b = 0, total_b = 0;
+    aclError rc = REAL(aclrtGetMemInfo) ? REAL(aclrtGetMemInfo)(ACL_HBM_MEM, &free_b, &total_b)
+                                        : ACL_ERROR_UNINITIALIZE;
+    if (rc != ACL_SUCCESS) {
+        log_warn("device %d: aclrtGetMemInfo failed (%d); cannot size the pool", device, rc);
+        return 0;
+    }
+    return (size_t)((double)free_b * npupool_opt.ratio) & ~(size_t)(HUGE_PAGE - 1);
+}
+
+/* pre: d->lock held, d->pool == NULL. */
+static pool_t *create_locked(shim_device_t *d, int device)
+{
+    size_t target = reservation_target(device), size = target;
+    size_t floor = target < RESERVE_MIN_BYTES ? target : RESERVE_MIN_BYTES;
+    void *base = NULL;
+    aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (!REAL(aclrtMalloc)) return NULL;
+    while (size >= HUGE_PAGE && size >= floor) {
+        /* Ask for size-32 so that the runtime's +32 padding lands exactly on a 2 MiB boundary. */
+        rc = REAL(aclrtMalloc)(&base, size - 32, ACL_MEM_MALLOC_HUGE_FIRST);
+        counters_add(&d->counters, real_allocs, 1);
+        if (rc == ACL_SUCCESS) break;
+        counters_add(&d->counters, reservation_failures, 1);
+        if (rc != ACL_ERROR_RT_MEMORY_ALLOCATION) break;
+        size = (size - size / 8) & ~(size_t)(HUGE_PAGE - 1);
+    }
+    if (rc != ACL_SUCCESS) {
+        d->reserve_failed = 1;
+        log_warn("device %d: the runtime refused every pool reservation (last code %d); "
+                 "this device runs without a pool until aclrtResetDevice", device, rc);
+        return NULL;
+    }
+    pool_t *pool = pool_create((uintptr_t)base, size - 32);
+    if (!pool) {
+        if (REAL(aclrtFree)) REAL(aclrtFree)(base);
+        counters_add(&d->counters, real_frees, 1);
+        d->reserve_failed = 1;
+        log_error("device %d: no host memory for pool metadata; running without a pool", device);
+        return NULL;
+    }
+    d->reservation = (uintptr_t)base;
+    d->reservation_bytes = size - 32;
+    counters_add(&d->counters, pool_reservations, 1);
+    char human[32];
+    log_format_bytes(human, sizeof human, size);
+    log_info("device %d: pool of %s reserved at %p", device, human, base);
+    __atomic_store_n(&d->pool, pool, __ATOMIC_RELEASE);
+    int hi = __atomic_load_n(&highest_device, __ATOMIC_RELAXED);
+    while (device > hi && !__atomic_compare_exchange_n(&highest_device, &hi, device, 0,
+                                                       __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+    }
+    return pool;
+}
+
+pool_t *device_pool_peek(int device)
+{
+    return __atomic_load_n(&shim_devices[device].pool, __ATOMIC_ACQUIRE);
+}
+
+pool_t *device_pool_get_or_create(int device)
+{
+    shim_device_t *d = &shim_devices[device];
+    pool_t *pool = __atomic_load_n(&d->pool, __ATOMIC_ACQUIRE);
+    if (pool) return pool;
+    pthread_mutex_lock(&d->lock);
+    pool = d->pool;
+    if (!pool && !d->reserve_failed) pool = create_locked(d, device);
+    pthread_mutex_unlock(&d->lock);
+    return pool;
+}
+
+int device_of_pool_address(uintptr_t addr)
+{
+    int hi = __atomic_load_n(&highest_device, __ATOMIC_ACQUIRE);
+    for (int dev = 0; dev <= hi; dev++) {
+        pool_t *pool = device_pool_peek(dev);
+        if (pool && pool_contains(pool, addr)) return dev;
+    }
+    return -1;
+}
+
+void device_pool_retire_locked(shim_device_t *d)
+{
+    pool_t *pool = d->pool;
+    d->reserve_failed = 0;
+    if (!pool) return;
+    __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
+    d->reservation = 0;
+    d->reservation_bytes = 0;
+    retired_pool_t *node = malloc(sizeof *node);
+    if (!node) return; /* metadata leaks; still never touched again */
+    node->pool = pool;
+    node->next = __atomic_load_n(&retired_pools, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&retired_pools, &node->next, node, 0, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
+void device_atfork_prepare(void)
+{
+    for (int i = 0; i < SHIM_MAX_DEVICES; i++) pthread_mutex_lock(&shim_devices[i].lock);
+    for (int i = 0; i < SHIM_MAX_DEVICES; i++) {
+        pool_t *pool = shim_devices[i].pool;
+        if (pool) pool_lock(pool);
+    }
+}
+
+static void unlock_all(void)
+{
+    for (int i = SHIM_MAX_DEVICES - 1; i >= 0; i--) {
+        pool_t *pool = shim_devices[i].pool;
+        if (pool) pool_unlock(pool);
+    }
+    for (int i = SHIM_MAX_DEVICES - 1; i >= 0; i--) pthread_mutex_unlock(&shim_devices[i].lock);
+}
+
+void device_atfork_parent(void) { unlock_all(); }
+void device_atfork_child(void) { unlock_all(); }

@@ -1,0 +1,149 @@
+/* shim/elf_lookup.c — per-object dynamic symbol lookup (see elf_lookup.h for why it exists).
+ *
+ * Algorithm: read DT_SYMTAB, DT_STRTAB, DT_VERSYM, DT_VERDEF and DT_GNU_HASH (or DT_HASH) from the
+ * object's dynamic section; walk the hash chain of `name`; accept a defined symbol of function or
+ * object type whose version matches.  glibc relocates most d_ptr values in place on x86-64 but
+ * not on every target, so an address below the load base is treated as unrelocated.
+ */
+#define _GNU_SOURCE
+#include "elf_lookup.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct dyn_tables {
+    const ElfW(Sym) *symtab;     /* .dynsym */
+    const char *strtab;          /* .dynstr */
+    const ElfW(Half) *versym;    /* version index per symbol, may be NULL */
+    const ElfW(Verdef) *verdef;  /* version definitions, may be NULL */
+    const uint32_t *gnu_hash;    /* DT_GNU_HASH, may be NULL */
+    const uint32_t *sysv_hash;   /* DT_HASH, may be NULL */
+} dyn_tables_t;
+
+static uintptr_t fix_ptr(const struct link_map *map, uintptr_t p)
+{
+    return p < (uintptr_t)map->l_addr ? p + (uintptr_t)map->l_addr : p;
+}
+
+static int read_tables(const struct link_map *map, dyn_tables_t *t)
+{
+    memset(t, 0, sizeof *t);
+    for (const ElfW(Dyn) *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
+        uintptr_t p = fix_ptr(map, (uintptr_t)d->d_un.d_ptr);
+        switch (d->d_tag) {
+        case DT_SYMTAB: t->symtab = (const ElfW(Sym) *)p; break;
+        case DT_STRTAB: t->strtab = (const char *)p; break;
+        case DT_VERSYM: t->versym = (const ElfW(Half) *)p; break;
+        case DT_VERDEF: t->verdef = (const ElfW(Verdef) *)p; break;
+        case DT_GNU_HASH: t->gnu_hash = (const uint32_t *)p; break;
+        case DT_HASH: t->sysv_hash = (const uint32_t *)p; break;
+        default: break;
+        }
+    }
+    return t->symtab && t->strtab && (t->gnu_hash || t->sysv_hash) ? 0 : -1;
+}
+
+static const char *version_name(const dyn_tables_t *t, ElfW(Half) index)
+{
+    const ElfW(Verdef) *vd = t->verdef;
+    while (vd) {
+        if (vd->vd_ndx == index) {
+            const ElfW(Verdaux) *aux = (const ElfW(Verdaux) *)((const char *)vd + vd->vd_aux);
+            return t->strtab + aux->vda_name;
+        }
+        if (!vd->vd_next) break;
+        vd = (const ElfW(Verdef) *)((const char *)vd + vd->vd_next);
+    }
+    return NULL;
+}
+
+/* 1 when symbol i is a usable definition of `name` in the wanted version. */
+static int symbol_matches(const dyn_tables_t *t, uint32_t i, const char *name, const char *version)
+{
+    const ElfW(Sym) *s = &t->symtab[i];
+    int type = ELF64_ST_TYPE(s->st_info);
+    if (s->st_shndx == SHN_UNDEF || s->st_value == 0) return 0;
+    if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE) return 0;
+    if (strcmp(t->strtab + s->st_name, name) != 0) return 0;
+    if (!t->versym) return version == NULL;
+    ElfW(Half) v = t->versym[i];
+    if (version == NULL) return (v & 0x8000) == 0; /* default version only */
+    const char *vname = version_name(t, v & 0x7fff);
+    return vname && strcmp(vname, version) == 0;
+}
+
+static uint32_t gnu_hash_of(const char *s)
+{
+    uint32_t h = 5381;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) h = h * 33 + *p;
+    return h;
+}
+
+static uint32_t sysv_hash_of(const char *s)
+{
+    uint32_t h = 0, g;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        h = (h << 4) + *p;
+        g = h & 0xf0000000u;
+        if (g) h ^= g >> 24;
+        h &= ~g;
+    }
+    return h;
+}
+
+static long find_index(const dyn_tables_t *t, const char *name, const char *version)
+{
+    if (t->gnu_hash) {
+        const uint32_t *h = t->gnu_hash;
+        uint32_t nbuckets = h[0], symoffset = h[1], bloom_size = h[2];
+        const ElfW(Addr) *bloom = (const ElfW(Addr) *)(h + 4);
+        const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+        const uint32_t *chain = buckets + nbuckets;
+        uint32_t hash = gnu_hash_of(name);
+        if (nbuckets == 0) return -1;
+        for (uint32_t i = buckets[hash % nbuckets]; i >= symoffset && i != 0; i++) {
+            uint32_t ch = chain[i - symoffset];
+            if ((ch | 1) == (hash | 1) && symbol_matches(t, i, name, version)) return i;
+            if (ch & 1) break;
+        }
+        return -1;
+    }
+    const uint32_t *h = t->sysv_hash;
+    uint32_t nbucket = h[0];
+    const uint32_t *bucket = h + 2, *chain = h + 2 + nbucket;
+    for (uint32_t i = bucket[sysv_hash_of(name) % nbucket]; i != STN_UNDEF; i = chain[i])
+        if (symbol_matches(t, i, name, version)) return i;
+    return -1;
+}
+
+void *elf_lookup(const struct link_map *map, const char *name, const char *version)
+{
+    dyn_tables_t t;
+    if (!map || read_tables(map, &t) != 0) return NULL;
+    long i = find_index(&t, name, version);
+    if (i < 0) return NULL;
+    const ElfW(Sym) *s = &t.symtab[i];
+    void *addr = (void *)((uintptr_t)map->l_addr + s->st_value);
+    if (ELF64_ST_TYPE(s->st_info) == STT_GNU_IFUNC) addr = ((void *(*)(void))addr)();
+    return addr;
+}
+
+struct link_map *elf_find_object(const char *prefix)
+{
+    void *self = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    struct link_map *map = NULL;
+    /* dlinfo is not hooked; RTLD_DI_LINKMAP on the main handle gives the head of the chain. */
+    if (!self || dlinfo(self, RTLD_DI_LINKMAP, &map) != 0) map = NULL;
+    if (self) dlclose(self);
+    while (map && map->l_prev) map = map->l_prev;
+    size_t n = strlen(prefix);
+    for (; map; map = map->l_next) {
+        const char *path = map->l_name ? map->l_name : "";
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        if (strncmp(base, prefix, n) == 0) return map;
+    }
+    return NULL;
+}

@@ -1,0 +1,379 @@
+/* shim/entry.c — the ACL entry points npupool defines in front of libascendcl.so.
+ *
+ * Owns: the runtime's contract as the application sees it.
+ *   - size 0 or NULL out-pointer -> 100000; aclrtFree(NULL) -> 100000.
+ *   - the bytes that belong to a block: ALIGN_UP(size,32)+32 for aclrtMalloc / Cached / WithCfg,
+ *     ALIGN_UP(size,32) for Align32 ("granted"); addresses 64-byte aligned (the pool's POOL_ALIGN).
+ *   - a request the pool cannot serve: NPUPOOL_FALLBACK=1 asks the runtime, otherwise 207001
+ *     (the only code torch_npu retries on).
+ *   - aclrtFree never synchronises; aclrtFreeWithDevSync synchronises, then frees.
+ *   - misuse (double free, interior pointer of a pool block) -> 207002, one `npupool:` line, a
+ *     counter, and the pool unchanged; pointers npupool never handed out go to the runtime, whose
+ *     answer is returned unchanged.
+ * Order that matters: a block is forgotten by the ledger BEFORE it returns to the pool, so that
+ * another thread cannot be handed the same address while the old record still exists.
+ * Requests the pool does not serve (other policies: P2P, 1 GiB pages, DDR/read-only flags; a cfg
+ * naming another device; device ids >= SHIM_MAX_DEVICES) pass through and are recorded.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+
+#include "foreign.h"
+#include "log.h"
+#include "observe.h"
+#include "options.h"
+#include "real.h"
+#include "shim.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static const char *const entry_names[SHIM_ENTRY_COUNT] = {
+    [SHIM_MALLOC] = "aclrtMalloc",
+    [SHIM_MALLOC_ALIGN32] = "aclrtMallocAlign32",
+    [SHIM_MALLOC_CACHED] = "aclrtMallocCached",
+    [SHIM_MALLOC_WITH_CFG] = "aclrtMallocWithCfg",
+};
+
+const char *shim_entry_name(enum shim_entry e) { return entry_names[e]; }
+
+/* The real entry point behind `e`, called with the application's own arguments. */
+static aclError forward_alloc(enum shim_entry e, void **dev_ptr, size_t size,
+                              aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+{
+    switch (e) {
+    case SHIM_MALLOC:
+        if (REAL(aclrtMalloc)) return REAL(aclrtMalloc)(dev_ptr, size, policy);
+        break;
+    case SHIM_MALLOC_ALIGN32:
+        if (REAL(aclrtMallocAlign32)) return REAL(aclrtMallocAlign32)(dev_ptr, size, policy);
+        break;
+    case SHIM_MALLOC_CACHED:
+        if (REAL(aclrtMallocCached)) return REAL(aclrtMallocCached)(dev_ptr, size, policy);
+        break;
+    case SHIM_MALLOC_WITH_CFG:
+        if (REAL(aclrtMallocWithCfg)) return REAL(aclrtMallocWithCfg)(dev_ptr, size, policy, cfg);
+        break;
+    default:
+        break;
+    }
+    log_error("%s: the real runtime does not provide it (is libascendcl.so loaded?)", entry_names[e]);
+    return ACL_ERROR_UNINITIALIZE;
+}
+
+/* Ordinary device HBM, which is what the pool holds. */
+static int policy_is_poolable(aclrtMemMallocPolicy policy)
+{
+    unsigned p = (unsigned)policy;
+    unsigned kind = p & 0xffu, flags = p & ~0xffu;
+    if (kind != ACL_MEM_MALLOC_HUGE_FIRST && kind != ACL_MEM_MALLOC_HUGE_ONLY &&
+        kind != ACL_MEM_MALLOC_NORMAL_ONLY)
+        return 0;
+    return (flags & ~(unsigned)ACL_MEM_TYPE_HIGH_BAND_WIDTH) == 0;
+}
+
+/* 1 when cfg asks for a device other than `device`. */
+static int cfg_names_other_device(const aclrtMallocConfig *cfg, int device)
+{
+    if (!cfg || !cfg->attrs) return 0;
+    for (size_t i = 0; i < cfg->numAttrs; i++)
+        if (cfg->attrs[i].attr == ACL_RT_MEM_ATTR_DEVICE_ID &&
+            (int64_t)cfg->attrs[i].value.deviceId != device)
+            return 1;
+    return 0;
+}
+
+static aclError record_forwarded(enum shim_entry e, void **dev_ptr, size_t size, size_t granted,
+                                 aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg, int device,
+                                 enum foreign_origin origin, uint32_t stack)
+{
+    aclError rc = forward_alloc(e, dev_ptr, size, policy, cfg);
+    shim_counters_t *c = device >= 0 && device < SHIM_MAX_DEVICES ? &shim_devices[device].counters
+                                                                  : &shim_unknown_device_counters;
+    counters_add(c, real_allocs, 1);
+    if (rc != ACL_SUCCESS) return rc;
+    foreign_rec_t rec = {.device = device, .origin = origin, .granted = granted};
+    if (foreign_add((uintptr_t)*dev_ptr, &rec) != 0)
+        log_warn("%s: no host memory to track %p; its free will be forwarded untracked",
+                 entry_names[e], *dev_ptr);
+    if (origin == FOREIGN_FALLBACK) {
+        counters_add(c, fallback_allocs, 1);
+        counters_add(c, fallback_bytes, granted);
+    } else {
+        counters_add(c, passthrough_allocs, 1);
+    }
+    observe_alloc((uintptr_t)*dev_ptr, device, size, granted, e,
+                  origin == FOREIGN_FALLBACK ? OBSERVE_FALLBACK : OBSERVE_PASSTHROUGH, stack);
+    return rc;
+}
+
+static aclError shim_alloc(enum shim_entry e, void **dev_ptr, size_t size,
+                           aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
+{
+    shim_ensure_init();
+    if (npupool_opt.disable) return forward_alloc(e, dev_ptr, size, policy, cfg);
+    if (!dev_ptr || size == 0) {
+        log_warn("%s(devPtr=%p, size=%zu): %s; returning %d", entry_names[e], (void *)dev_ptr, size,
+                 dev_ptr ? "size is 0" : "devPtr is NULL", ACL_ERROR_INVALID_PARAM);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    int device = -1;
+    if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS)
+        return forward_alloc(e, dev_ptr, size, policy, cfg); /* the runtime gives its own error */
+    uint32_t stack = observe_capture_stack(); /* before any lock */
+    size_t granted = e == SHIM_MALLOC_ALIGN32 ? ACL_ALIGN32_SIZE(size) : ACL_PADDED_SIZE(size);
+    if (size > SIZE_MAX / 2) granted = SIZE_MAX / 2; /* cannot be served; keeps the sums sane */
+    if (device < 0 || device >= SHIM_MAX_DEVICES || !policy_is_poolable(policy) ||
+        (e == SHIM_MALLOC_WITH_CFG && cfg_names_other_device(cfg, device)))
+        return record_forwarded(e, dev_ptr, size, granted, policy, cfg, device,
+                                FOREIGN_PASSTHROUGH, stack);
+
+    shim_device_t *d = &shim_devices[device];
+    pool_t *pool = device_pool_get_or_create(device);
+    uintptr_t addr = 0;
+    int prc = pool ? pool_alloc(pool, size, granted, &addr) : POOL_ENOMEM;
+    if (prc == POOL_OK) {
+        *dev_ptr = (void *)addr;
+        counters_add(&d->counters, allocs, 1);
+        observe_alloc(addr, device, size, granted, e, OBSERVE_POOL, stack);
+        observe_usage(device, pool);
+        return ACL_SUCCESS;
+    }
+    aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (npupool_opt.fallback) {
+        rc = record_forwarded(e, dev_ptr, size, granted, policy, cfg, device, FOREIGN_FALLBACK, stack);
+        if (rc == ACL_SUCCESS) {
+            log_debug("%s(%zu) on device %d served by the runtime: the pool had no block", entry_names[e],
+                      size, device);
+            return rc;
+        }
+        if (rc != ACL_ERROR_RT_MEMORY_ALLOCATION) return rc;
+    }
+    counters_add(&d->counters, ooms, 1);
+    observe_oom(e, device, size, granted, pool, stack);
+    return ACL_ERROR_RT_MEMORY_ALLOCATION;
+}
+
+EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return shim_alloc(SHIM_MALLOC, devPtr, size, policy, NULL);
+}
+
+EXPORT aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return shim_alloc(SHIM_MALLOC_ALIGN32, devPtr, size, policy, NULL);
+}
+
+EXPORT aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return shim_alloc(SHIM_MALLOC_CACHED, devPtr, size, policy, NULL);
+}
+
+EXPORT aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy,
+                                   aclrtMallocConfig *cfg)
+{
+    return shim_alloc(SHIM_MALLOC_WITH_CFG, devPtr, size, policy, cfg);
+}
+
+static aclError forward_free(void *dev_ptr, int sync)
+{
+    if (sync && REAL(aclrtFreeWithDevSync)) return REAL(aclrtFreeWithDevSync)(dev_ptr);
+    if (sync && REAL(aclrtSynchronizeDevice)) REAL(aclrtSynchronizeDevice)();
+    if (REAL(aclrtFree)) return REAL(aclrtFree)(dev_ptr);
+    log_error("aclrtFree: the real runtime does not provide it (is libascendcl.so loaded?)");
+    return ACL_ERROR_UNINITIALIZE;
+}
+
+static aclError shim_free(void *dev_ptr, int sync)
+{
+    const char *name = sync ? "aclrtFreeWithDevSync" : "aclrtFree";
+    shim_ensure_init();
+    if (npupool_opt.disable) return forward_free(dev_ptr, sync);
+    if (!dev_ptr) {
+        log_warn("%s(NULL): returning %d", name, ACL_ERROR_INVALID_PARAM);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    uintptr_t addr = (uintptr_t)dev_ptr;
+    int device = device_of_pool_address(addr);
+    if (device >= 0) {
+        shim_device_t *d = &shim_devices[device];
+        pool_t *pool = device_pool_peek(device);
+        if (sync && REAL(aclrtSynchronizeDevice)) REAL(aclrtSynchronizeDevice)();
+        observe_forget(addr); /* before the address can be handed out again */
+        if (pool && pool_free(pool, addr, NULL, NULL) == POOL_OK) {
+            counters_add(&d->counters, frees, 1);
+            observe_freed(addr, device);
+            return ACL_SUCCESS;
+        }
+        counters_add(&d->counters, invalid_frees, 1);
+        log_warn("%s(%p): not the start of a live block in device %d's pool (double free or "
+                 "interior pointer); nothing freed, returning %d",
+                 name, dev_ptr, device, ACL_ERROR_RT_MEMORY_FREE);
+        return ACL_ERROR_RT_MEMORY_FREE;
+    }
+    foreign_rec_t rec;
+    if (foreign_take(addr, &rec)) {
+        shim_counters_t *c = rec.device >= 0 && rec.device < SHIM_MAX_DEVICES
+                                 ? &shim_devices[rec.device].counters
+                                 : &shim_unknown_device_counters;
+        observe_forget(addr);
+        aclError rc = forward_free(dev_ptr, sync);
+        counters_add(c, real_frees, 1);
+        if (rc != ACL_SUCCESS) {
+            foreign_add(addr, &rec); /* the runtime kept it: so do we */
+            log_warn("%s(%p): the runtime refused to free its own allocation (%d)", name, dev_ptr, rc);
+            return rc;
+        }
+        if (rec.origin == FOREIGN_FALLBACK) {
+            counters_add(c, fallback_frees, 1);
+            counters_sub(c, fallback_bytes, rec.granted);
+        }
+        observe_freed(addr, rec.device);
+        return rc;
+    }
+    aclError rc = forward_free(dev_ptr, sync);
+    counters_add(&shim_unknown_device_counters, forwarded_frees, 1);
+    if (rc != ACL_SUCCESS) {
+        counters_add(&shim_unknown_device_counters, invalid_frees, 1);
+        log_warn("%s(%p): pointer unknown to npupool; the runtime refused it too (%d)", name, dev_ptr, rc);
+    }
+    return rc;
+}
+
+EXPORT aclError aclrtFree(void *devPtr) { return shim_free(devPtr, 0); }
+EXPORT aclError aclrtFreeWithDevSync(void *devPtr) { return shim_free(devPtr, 1); }
+
+static int attr_is_device_hbm(aclrtMemAttr attr)
+{
+    switch (attr) {
+    case ACL_HBM_MEM: case ACL_HBM_MEM_HUGE: case ACL_HBM_MEM_NORMAL: case ACL_HBM_MEM_HUGE1G:
+    case ACL_MEM_NORMAL: case ACL_MEM_HUGE: case ACL_MEM_HUGE1G:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+EXPORT aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtGetMemInfo)) return ACL_ERROR_UNINITIALIZE;
+    aclError rc = REAL(aclrtGetMemInfo)(attr, free, total);
+    if (rc != ACL_SUCCESS || npupool_opt.disable || !attr_is_device_hbm(attr)) return rc;
+    int device = -1;
+    if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS || device < 0 ||
+        device >= SHIM_MAX_DEVICES)
+        return rc;
+    pool_t *pool = device_pool_peek(device);
+    if (!pool) return rc;
+    /* The application may still allocate what the runtime has free plus what the pool has free. */
+    pool_stats_t st;
+    pool_get_stats(pool, &st);
+    size_t sum = *free + st.free_bytes;
+    *free = sum > *total ? *total : sum;
+    return rc;
+}
+
+EXPORT aclError aclrtResetDevice(int32_t deviceId)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtResetDevice)) return ACL_ERROR_UNINITIALIZE;
+    if (npupool_opt.disable || deviceId < 0 || deviceId >= SHIM_MAX_DEVICES)
+        return REAL(aclrtResetDevice)(deviceId);
+    shim_device_t *d = &shim_devices[deviceId];
+    pthread_mutex_lock(&d->lock);
+    observe_before_reset(deviceId);
+    aclError rc = REAL(aclrtResetDevice)(deviceId);
+    if (rc == ACL_SUCCESS) {
+        /* The runtime released every allocation of the device, the pool's reservation included. */
+        device_pool_retire_locked(d);
+        size_t dropped = foreign_drop_device(deviceId);
+        counters_sub(&d->counters, fallback_bytes, counters_get(&d->counters, fallback_bytes));
+        observe_after_reset(deviceId);
+        log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId, dropped);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
+EXPORT aclError aclFinalize(void)
+{
+    shim_ensure_init();
+    if (!REAL(aclFinalize)) return ACL_ERROR_UNINITIALIZE;
+    if (npupool_opt.disable) return REAL(aclFinalize)();
+    observe_before_finalize();
+    /* Give reservations back while the runtime still works; blocks still live now are leaks and
+     * have just been reported. */
+    for (int dev = 0; dev < SHIM_MAX_DEVICES; dev++) {
+        shim_device_t *d = &shim_devices[dev];
+        pthread_mutex_lock(&d->lock);
+        if (d->pool) {
+            void *base = (void *)d->reservation;
+            aclError frc = REAL(aclrtFree) ? REAL(aclrtFree)(base) : ACL_ERROR_UNINITIALIZE;
+            counters_add(&d->counters, real_frees, 1);
+            if (frc != ACL_SUCCESS)
+                log_warn("aclFinalize: returning device %d's pool reservation failed (%d)", dev, frc);
+            device_pool_retire_locked(d);
+            observe_after_reset(dev);
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    return REAL(aclFinalize)();
+}
+
+/* Virtual-memory calls: forwarded untouched, recorded for the ledger. */
+EXPORT aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
+                                    const aclrtPhysicalMemProp *prop, uint64_t flags)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtMallocPhysical)) return ACL_ERROR_UNINITIALIZE;
+    uint32_t stack = npupool_opt.disable ? 0 : observe_capture_stack();
+    aclError rc = REAL(aclrtMallocPhysical)(handle, size, prop, flags);
+    if (rc == ACL_SUCCESS && !npupool_opt.disable && handle) {
+        int device = prop ? (int)prop->location.id : -1;
+        observe_vmm(OBSERVE_VMM_PHYSICAL, (uintptr_t)*handle, device, size, stack);
+    }
+    return rc;
+}
+
+EXPORT aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtFreePhysical)) return ACL_ERROR_UNINITIALIZE;
+    if (npupool_opt.disable || !handle) return REAL(aclrtFreePhysical)(handle);
+    int known = observe_forget((uintptr_t)handle);
+    aclError rc = REAL(aclrtFreePhysical)(handle);
+    if (known && rc == ACL_SUCCESS) observe_freed((uintptr_t)handle, -1);
+    return rc;
+}
+
+EXPORT aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
+                            uint64_t flags)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtMapMem)) return ACL_ERROR_UNINITIALIZE;
+    uint32_t stack = npupool_opt.disable ? 0 : observe_capture_stack();
+    aclError rc = REAL(aclrtMapMem)(virPtr, size, offset, handle, flags);
+    if (rc == ACL_SUCCESS && !npupool_opt.disable) {
+        int device = -1;
+        if (REAL(aclrtGetDevice)) REAL(aclrtGetDevice)(&device);
+        observe_vmm(OBSERVE_VMM_MAP, (uintptr_t)virPtr, device, size, stack);
+    }
+    return rc;
+}
+
+EXPORT aclError aclrtUnmapMem(void *virPtr)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtUnmapMem)) return ACL_ERROR_UNINITIALIZE;
+    if (npupool_opt.disable || !virPtr) return REAL(aclrtUnmapMem)(virPtr);
+    int known = observe_forget((uintptr_t)virPtr);
+    aclError rc = REAL(aclrtUnmapMem)(virPtr);
+    if (known && rc == ACL_SUCCESS) observe_freed((uintptr_t)virPtr, -1);
+    return rc;
+}
+
+/* Hidden aliases (see real.h): the shim's own addresses for dlsym substitution. */
+#define DEFINE_ALIAS(name) extern __typeof__(name) shim_##name __attribute__((alias(#name)));
+SHIM_HOOKS(DEFINE_ALIAS)
+#undef DEFINE_ALIAS

@@ -1,0 +1,113 @@
+/* shim/real.c — resolution of real runtime functions (see real.h for the contract). */
+#define _GNU_SOURCE
+#include "real.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+#include "elf_lookup.h"
+#include "log.h"
+
+static const char *const real_names[REAL_COUNT] = {
+#define REAL_NAME(name) [REAL_##name] = #name,
+    SHIM_HOOKS(REAL_NAME) SHIM_CALLS(REAL_NAME)
+#undef REAL_NAME
+};
+
+static void *const hook_addresses[REAL_HOOK_COUNT] = {
+#define HOOK_ADDR(name) [REAL_##name] = (void *)&shim_##name,
+    SHIM_HOOKS(HOOK_ADDR)
+#undef HOOK_ADDR
+};
+
+static void *real_cache[REAL_COUNT]; /* resolved addresses, atomically published */
+static dlsym_fn glibc_dlsym;         /* set once by find_glibc_dl() */
+static dlvsym_fn glibc_dlvsym;
+
+const char *real_name(enum real_id id) { return real_names[id]; }
+void *real_hook_address(enum real_id id) { return hook_addresses[id]; }
+
+static void find_glibc_dl(void)
+{
+    if (__atomic_load_n(&glibc_dlsym, __ATOMIC_ACQUIRE)) return;
+    static const char *const homes[] = {"libc.so.", "libdl.so."};
+    void *s = NULL, *v = NULL;
+    for (size_t i = 0; i < 2 && (!s || !v); i++) {
+        struct link_map *map = elf_find_object(homes[i]);
+        if (!s) s = elf_lookup(map, "dlsym", NULL);
+        if (!v) v = elf_lookup(map, "dlvsym", NULL);
+    }
+    if (!s || !v) {
+        log_error("cannot find glibc's dlsym/dlvsym; npupool stays inactive");
+        return;
+    }
+    __atomic_store_n(&glibc_dlvsym, (dlvsym_fn)v, __ATOMIC_RELEASE);
+    __atomic_store_n(&glibc_dlsym, (dlsym_fn)s, __ATOMIC_RELEASE);
+}
+
+dlsym_fn real_dlsym(void)
+{
+    find_glibc_dl();
+    return glibc_dlsym;
+}
+
+dlvsym_fn real_dlvsym(void)
+{
+    find_glibc_dl();
+    return glibc_dlvsym;
+}
+
+/* 1 when p lies in libnpupool.so itself: such an address must never be taken for the runtime's. */
+static int is_own_code(const void *p)
+{
+    static const void *own_base;
+    Dl_info self, other;
+    if (!own_base && dladdr((const void *)&is_own_code, &self)) own_base = self.dli_fbase;
+    return dladdr(p, &other) && other.dli_fbase == own_base;
+}
+
+static void *resolve(enum real_id id)
+{
+    dlsym_fn dls = real_dlsym();
+    if (!dls) return NULL;
+    /* glibc's dlsym sees this file as its caller, so RTLD_NEXT means "after libnpupool.so". */
+    void *p = dls(RTLD_NEXT, real_names[id]);
+    if (!p) {
+        void *h = dlopen("libascendcl.so", RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            p = dls(h, real_names[id]);
+            dlclose(h);
+        }
+    }
+    if (p && is_own_code(p)) p = NULL; /* never ourselves */
+    return p;
+}
+
+void *real_get(enum real_id id)
+{
+    void *p = __atomic_load_n(&real_cache[id], __ATOMIC_ACQUIRE);
+    if (p) return p;
+    p = resolve(id);
+    if (p) {
+        void *expected = NULL;
+        if (!__atomic_compare_exchange_n(&real_cache[id], &expected, p, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            p = expected;
+    }
+    return p;
+}
+
+void *real_substitute(const char *name, void *sym)
+{
+    if (!sym || !name || strncmp(name, "acl", 3) != 0) return sym;
+    for (int id = 0; id < REAL_HOOK_COUNT; id++) {
+        if (strcmp(name, real_names[id]) != 0) continue;
+        if (sym == hook_addresses[id] || is_own_code(sym)) return sym;
+        void *expected = NULL;
+        __atomic_compare_exchange_n(&real_cache[id], &expected, sym, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE);
+        void *real = __atomic_load_n(&real_cache[id], __ATOMIC_ACQUIRE);
+        return sym == real ? hook_addresses[id] : sym;
+    }
+    return sym;
+}

@@ -1,0 +1,46 @@
+# tests/lib.sh — helpers for the case scripts in tests/cases/ (sourced, not run).
+#
+# Provides: run_preloaded PROG ARGS... (runs $BUILD/tests/programs/PROG in front of the shim, with
+# the sanitizer runtime first in LD_PRELOAD in asan/tsan builds), run_plain PROG ARGS... (same
+# program, no shim), stat NAME (a counter of the fake runtime from the last run), fail MSG,
+# skip MSG.  The fake's counters land in $STATS, written at exit by FAKEACL_STATS.
+set -u
+: "${BUILD:=build}" "${VARIANT:=plain}" "${ROOT:=$(pwd)}"
+PROGS="$BUILD/tests/programs"
+SHIM="$BUILD/libnpupool.so"
+TMPDIR_CASE=$(mktemp -d "${TMPDIR:-/tmp}/npupool-case.XXXXXX")
+trap 'rm -rf "$TMPDIR_CASE"' EXIT
+STATS="$TMPDIR_CASE/stats"
+export FAKEACL_STATS="$STATS"
+export LD_LIBRARY_PATH="$BUILD/fakeacl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+case "$VARIANT" in
+    asan) SANRT="$(${CC:-cc} -print-file-name=libasan.so)"
+          export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+          export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" ;;
+    tsan) SANRT="$(${CC:-cc} -print-file-name=libtsan.so)"
+          export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}" ;;
+    *)    SANRT="" ;;
+esac
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "$*"; exit 77; }
+
+run_preloaded() {
+    local prog=$1; shift
+    rm -f "$STATS"
+    LD_PRELOAD="${SANRT:+$SANRT }$ROOT/$SHIM" "$PROGS/$prog" "$@"
+}
+
+run_plain() {
+    local prog=$1; shift
+    rm -f "$STATS"
+    LD_PRELOAD="${SANRT}" "$PROGS/$prog" "$@"
+}
+
+stat() {
+    local v
+    v=$(awk -v k="$1" '$1 == k { print $2 }' "$STATS" 2>/dev/null)
+    [ -n "$v" ] || fail "counter $1 missing from $STATS"
+    echo "$v"
+}

@@ -1,0 +1,28 @@
+# tests/tests.mk — `make test`: the plain build, then ASan+UBSan and TSan builds, all through
+# tests/run.sh, which prints the one closing line "N passed, M failed, K skipped".
+# Unit-test fragments append their cmocka binaries to UNIT_TESTS; case scripts live in tests/cases/.
+#
+# Integration programs (tests/programs/*.c) are plain ACL applications: they include only
+# <acl/acl.h>, link the fake runtime (dlsym_lookup dlopen()s it instead) and know nothing of npupool.
+UNIT_TESTS ?=
+SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices
+SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(BUILD)/tests/programs/dlsym_lookup
+
+$(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: $(BUILD)/obj/tests/programs/%.o $(FAKEACL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
+
+$(BUILD)/tests/programs/dlsym_lookup: $(BUILD)/obj/tests/programs/dlsym_lookup.o
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(LDFLAGS) -ldl
+
+ALL_TARGETS += $(UNIT_TESTS) $(SHIM_TEST_BINS)
+
+.PHONY: test test-plain
+test: all
+	$(MAKE) --no-print-directory SAN=asan all
+	$(MAKE) --no-print-directory SAN=tsan all
+	bash tests/run.sh build build/asan build/tsan
+
+test-plain: all
+	bash tests/run.sh $(BUILD)
