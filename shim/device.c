@@ -6,8 +6,8 @@
  * RESERVE_MIN_BYTES; if every step is refused the device runs without a pool (every request
  * takes the fallback path) until aclrtResetDevice.  Retired pools are kept, never destroyed, so a
  * thread racing a reset cannot touch freed metadata; their count is bounded by resets.
- * Locking: device->lock serialises creation and retirement; readers load the pool pointer with
- * acquire semantics and need no lock.
+ * Locking: shim_devices_lock serialises creation and retirement; readers load the pool pointer
+ * with acquire semantics and need no lock.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -20,9 +20,8 @@
 #define HUGE_PAGE (2u << 20)
 #define RESERVE_MIN_BYTES ((size_t)64 << 20)
 
-shim_device_t shim_devices[SHIM_MAX_DEVICES] = {
-    [0 ... SHIM_MAX_DEVICES - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER},
-};
+shim_device_t shim_devices[SHIM_MAX_DEVICES];
+pthread_mutex_t shim_devices_lock = PTHREAD_MUTEX_INITIALIZER;
 shim_counters_t shim_unknown_device_counters;
 
 static int highest_device = -1; /* highest device index that ever had a pool */
@@ -31,8 +30,7 @@ typedef struct retired_pool {
     struct retired_pool *next; /* older retirements */
     pool_t *pool;              /* metadata of a pool whose memory the runtime took back */
 } retired_pool_t;
-static retired_pool_t *retired_pools; /* guarded by the devices' locks (one at a time suffices:
-                                         pushes use an atomic exchange) */
+static retired_pool_t *retired_pools; /* pushed under shim_devices_lock */
 
 static size_t reservation_target(int device)
 {
@@ -47,7 +45,7 @@ static size_t reservation_target(int device)
     return (size_t)((double)free_b * npupool_opt.ratio) & ~(size_t)(HUGE_PAGE - 1);
 }
 
-/* pre: d->lock held, d->pool == NULL. */
+/* pre: shim_devices_lock held, d->pool == NULL. */
 static pool_t *create_locked(shim_device_t *d, int device)
 {
     size_t target = reservation_target(device), size = target;
@@ -102,10 +100,10 @@ pool_t *device_pool_get_or_create(int device)
     shim_device_t *d = &shim_devices[device];
     pool_t *pool = __atomic_load_n(&d->pool, __ATOMIC_ACQUIRE);
     if (pool) return pool;
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&shim_devices_lock);
     pool = d->pool;
     if (!pool && !d->reserve_failed) pool = create_locked(d, device);
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&shim_devices_lock);
     return pool;
 }
 
@@ -130,15 +128,13 @@ void device_pool_retire_locked(shim_device_t *d)
     retired_pool_t *node = malloc(sizeof *node);
     if (!node) return; /* metadata leaks; still never touched again */
     node->pool = pool;
-    node->next = __atomic_load_n(&retired_pools, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&retired_pools, &node->next, node, 0, __ATOMIC_RELEASE,
-                                        __ATOMIC_RELAXED)) {
-    }
+    node->next = retired_pools;
+    retired_pools = node;
 }
 
 void device_atfork_prepare(void)
 {
-    for (int i = 0; i < SHIM_MAX_DEVICES; i++) pthread_mutex_lock(&shim_devices[i].lock);
+    pthread_mutex_lock(&shim_devices_lock);
     for (int i = 0; i < SHIM_MAX_DEVICES; i++) {
         pool_t *pool = shim_devices[i].pool;
         if (pool) pool_lock(pool);
@@ -151,7 +147,7 @@ static void unlock_all(void)
         pool_t *pool = shim_devices[i].pool;
         if (pool) pool_unlock(pool);
     }
-    for (int i = SHIM_MAX_DEVICES - 1; i >= 0; i--) pthread_mutex_unlock(&shim_devices[i].lock);
+    pthread_mutex_unlock(&shim_devices_lock);
 }
 
 void device_atfork_parent(void) { unlock_all(); }

@@ -11,7 +11,15 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <stdint.h>
-#include <string.h>
+#include <unistd.h>
+
+/* No libc string functions here: sanitizer runtimes intercept them and their interceptors are
+ * not ready yet when the sanitizers' own start-up calls our dlsym. */
+static int str_eq(const char *a, const char *b)
+{
+    while (*a && *a == *b) a++, b++;
+    return *a == *b;
+}
 
 typedef struct dyn_tables {
     const ElfW(Sym) *symtab;     /* .dynsym */
@@ -29,7 +37,7 @@ static uintptr_t fix_ptr(const struct link_map *map, uintptr_t p)
 
 static int read_tables(const struct link_map *map, dyn_tables_t *t)
 {
-    memset(t, 0, sizeof *t);
+    *t = (dyn_tables_t){0};
     for (const ElfW(Dyn) *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
         uintptr_t p = fix_ptr(map, (uintptr_t)d->d_un.d_ptr);
         switch (d->d_tag) {
@@ -66,12 +74,12 @@ static int symbol_matches(const dyn_tables_t *t, uint32_t i, const char *name, c
     int type = ELF64_ST_TYPE(s->st_info);
     if (s->st_shndx == SHN_UNDEF || s->st_value == 0) return 0;
     if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE) return 0;
-    if (strcmp(t->strtab + s->st_name, name) != 0) return 0;
+    if (!str_eq(t->strtab + s->st_name, name)) return 0;
     if (!t->versym) return version == NULL;
     ElfW(Half) v = t->versym[i];
     if (version == NULL) return (v & 0x8000) == 0; /* default version only */
     const char *vname = version_name(t, v & 0x7fff);
-    return vname && strcmp(vname, version) == 0;
+    return vname && str_eq(vname, version);
 }
 
 static uint32_t gnu_hash_of(const char *s)
@@ -130,20 +138,41 @@ void *elf_lookup(const struct link_map *map, const char *name, const char *versi
     return addr;
 }
 
-struct link_map *elf_find_object(const char *prefix)
+struct link_map *elf_object_of(const void *addr)
 {
-    void *self = dlopen(NULL, RTLD_LAZY | RTLD_NOLOAD);
+    Dl_info info;
     struct link_map *map = NULL;
-    /* dlinfo is not hooked; RTLD_DI_LINKMAP on the main handle gives the head of the chain. */
-    if (!self || dlinfo(self, RTLD_DI_LINKMAP, &map) != 0) map = NULL;
-    if (self) dlclose(self);
-    while (map && map->l_prev) map = map->l_prev;
-    size_t n = strlen(prefix);
-    for (; map; map = map->l_next) {
-        const char *path = map->l_name ? map->l_name : "";
-        const char *base = strrchr(path, '/');
-        base = base ? base + 1 : path;
-        if (strncmp(base, prefix, n) == 0) return map;
+    if (!dladdr1(addr, &info, (void **)&map, RTLD_DL_LINKMAP)) return NULL;
+    return map;
+}
+
+static elf_dlsym_fn glibc_dlsym;   /* cached by find_glibc_dl */
+static elf_dlvsym_fn glibc_dlvsym; /* cached by find_glibc_dl */
+
+static void find_glibc_dl(void)
+{
+    if (__atomic_load_n(&glibc_dlsym, __ATOMIC_ACQUIRE)) return;
+    /* libc.so.6 holds getpid; dlerror lives in libc.so.6 from glibc 2.34, in libdl.so.2 before. */
+    const void *homes[] = {(const void *)&getpid, (const void *)&dlerror};
+    void *s = NULL, *v = NULL;
+    for (size_t i = 0; i < 2 && (!s || !v); i++) {
+        struct link_map *map = elf_object_of(homes[i]);
+        if (!s) s = elf_lookup(map, "dlsym", NULL);
+        if (!v) v = elf_lookup(map, "dlvsym", NULL);
     }
-    return NULL;
+    if (!s || !v) return;
+    __atomic_store_n(&glibc_dlvsym, (elf_dlvsym_fn)v, __ATOMIC_RELEASE);
+    __atomic_store_n(&glibc_dlsym, (elf_dlsym_fn)s, __ATOMIC_RELEASE);
+}
+
+elf_dlsym_fn elf_glibc_dlsym(void)
+{
+    find_glibc_dl();
+    return glibc_dlsym;
+}
+
+elf_dlvsym_fn elf_glibc_dlvsym(void)
+{
+    find_glibc_dl();
+    return glibc_dlvsym;
 }

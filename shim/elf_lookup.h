@@ -17,7 +17,16 @@
  * GNU indirect functions are resolved (their resolver is called). */
 void *elf_lookup(const struct link_map *map, const char *name, const char *version);
 
-/* First loaded object whose path's base name starts with `prefix` (e.g. "libc.so."), or NULL. */
-struct link_map *elf_find_object(const char *prefix);
+/* The loaded object that contains addr, or NULL. */
+struct link_map *elf_object_of(const void *addr);
+
+/* glibc's own dlsym and dlvsym (libc.so.6, or libdl.so.2 on glibc < 2.34), found once and cached;
+ * NULL if they cannot be found.  Safe to call from a sanitizer runtime's start-up: this file is
+ * built without sanitizer instrumentation because the sanitizers call dlsym before their shadow
+ * memory exists. */
+typedef void *(*elf_dlsym_fn)(void *, const char *);
+typedef void *(*elf_dlvsym_fn)(void *, const char *, const char *);
+elf_dlsym_fn elf_glibc_dlsym(void);
+elf_dlvsym_fn elf_glibc_dlvsym(void);
 
 #endif

@@ -281,7 +281,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
     if (npupool_opt.disable || deviceId < 0 || deviceId >= SHIM_MAX_DEVICES)
         return REAL(aclrtResetDevice)(deviceId);
     shim_device_t *d = &shim_devices[deviceId];
-    pthread_mutex_lock(&d->lock);
+    pthread_mutex_lock(&shim_devices_lock);
     observe_before_reset(deviceId);
     aclError rc = REAL(aclrtResetDevice)(deviceId);
     if (rc == ACL_SUCCESS) {
@@ -292,7 +292,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
         observe_after_reset(deviceId);
         log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId, dropped);
     }
-    pthread_mutex_unlock(&d->lock);
+    pthread_mutex_unlock(&shim_devices_lock);
     return rc;
 }
 
@@ -306,7 +306,7 @@ EXPORT aclError aclFinalize(void)
      * have just been reported. */
     for (int dev = 0; dev < SHIM_MAX_DEVICES; dev++) {
         shim_device_t *d = &shim_devices[dev];
-        pthread_mutex_lock(&d->lock);
+        pthread_mutex_lock(&shim_devices_lock);
         if (d->pool) {
             void *base = (void *)d->reservation;
             aclError frc = REAL(aclrtFree) ? REAL(aclrtFree)(base) : ACL_ERROR_UNINITIALIZE;
@@ -316,7 +316,7 @@ EXPORT aclError aclFinalize(void)
             device_pool_retire_locked(d);
             observe_after_reset(dev);
         }
-        pthread_mutex_unlock(&d->lock);
+        pthread_mutex_unlock(&shim_devices_lock);
     }
     return REAL(aclFinalize)();
 }

@@ -30,7 +30,7 @@ void observe_usage(int device, pool_t *pool);
 /* A request is being refused with 207001: stderr line, counters, post-mortem report. */
 void observe_oom(enum shim_entry e, int device, size_t requested, size_t granted, pool_t *pool,
                  uint32_t stack);
-void observe_before_reset(int device);  /* caller holds the device lock */
+void observe_before_reset(int device);  /* caller holds shim_devices_lock */
 void observe_after_reset(int device);
 void observe_before_finalize(void);
 void observe_at_exit(void);

@@ -21,41 +21,18 @@ static void *const hook_addresses[REAL_HOOK_COUNT] = {
 };
 
 static void *real_cache[REAL_COUNT]; /* resolved addresses, atomically published */
-static dlsym_fn glibc_dlsym;         /* set once by find_glibc_dl() */
-static dlvsym_fn glibc_dlvsym;
 
 const char *real_name(enum real_id id) { return real_names[id]; }
 void *real_hook_address(enum real_id id) { return hook_addresses[id]; }
 
-static void find_glibc_dl(void)
-{
-    if (__atomic_load_n(&glibc_dlsym, __ATOMIC_ACQUIRE)) return;
-    static const char *const homes[] = {"libc.so.", "libdl.so."};
-    void *s = NULL, *v = NULL;
-    for (size_t i = 0; i < 2 && (!s || !v); i++) {
-        struct link_map *map = elf_find_object(homes[i]);
-        if (!s) s = elf_lookup(map, "dlsym", NULL);
-        if (!v) v = elf_lookup(map, "dlvsym", NULL);
-    }
-    if (!s || !v) {
-        log_error("cannot find glibc's dlsym/dlvsym; npupool stays inactive");
-        return;
-    }
-    __atomic_store_n(&glibc_dlvsym, (dlvsym_fn)v, __ATOMIC_RELEASE);
-    __atomic_store_n(&glibc_dlsym, (dlsym_fn)s, __ATOMIC_RELEASE);
-}
-
 dlsym_fn real_dlsym(void)
 {
-    find_glibc_dl();
-    return glibc_dlsym;
+    dlsym_fn f = elf_glibc_dlsym();
+    if (!f) log_error("cannot find glibc's dlsym; npupool cannot reach the runtime");
+    return f;
 }
 
-dlvsym_fn real_dlvsym(void)
-{
-    find_glibc_dl();
-    return glibc_dlvsym;
-}
+dlvsym_fn real_dlvsym(void) { return elf_glibc_dlvsym(); }
 
 /* 1 when p lies in libnpupool.so itself: such an address must never be taken for the runtime's. */
 static int is_own_code(const void *p)

@@ -45,7 +45,7 @@ SHIM_HOOKS(REAL_DECLARE_ALIAS)
 /* The shim's own definition of hook `id`. */
 void *real_hook_address(enum real_id id);
 
-/* glibc's dlsym / dlvsym (found by elf_lookup in libc.so.6 or libdl.so.2). */
+/* glibc's dlsym / dlvsym (elf_glibc_dlsym/dlvsym), with one error line when missing. */
 typedef void *(*dlsym_fn)(void *, const char *);
 typedef void *(*dlvsym_fn)(void *, const char *, const char *);
 dlsym_fn real_dlsym(void);

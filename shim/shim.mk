@@ -12,3 +12,7 @@ $(SHIM_LIB): $(SHIM_OBJS) $(POOL_LIB) $(LEDGER_LIB) shim/exports.map
 	    -Wl,--version-script=shim/exports.map -Wl,-z,now -Wl,--no-undefined $(LEDGER_LDLIBS) -ldl
 
 ALL_TARGETS += $(SHIM_LIB)
+
+# dlsym/dlvsym and the ELF reader run inside sanitizer runtimes' start-up, before their shadow
+# memory exists: never instrument them.
+$(BUILD)/obj/shim/dl_hooks.o $(BUILD)/obj/shim/elf_lookup.o: CFLAGS := $(filter-out -fsanitize=%,$(CFLAGS))

@@ -10,14 +10,14 @@
 #include "acl/acl.h"
 #include "check.h"
 
-static volatile int stop;
+static int stop; /* set once by main, read by the threads (atomic) */
 static int failures;
 
 static void *churn(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg;
     aclrtSetDevice(0);
-    while (!stop) {
+    while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         void *p[16];
         for (int i = 0; i < 16; i++) {
             size_t size = 256u + (size_t)((seed = seed * 1103515245u + 12345u) >> 8) % 300000u;
@@ -59,7 +59,7 @@ int main(void)
         CHECK_EQ(waitpid(pid, &status, 0), pid);
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     }
-    stop = 1;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     CHECK_EQ(failures, 0);
     CHECK_DONE();
