@@ -1,0 +1,36 @@
+#!/bin/bash
+# examples/demo.sh — `make demo`: the sample service twice on the fake runtime, first alone, then
+# with LD_PRELOAD=libnpupool.so, and what changed; then npupool's own report of the second run.
+set -eu
+BUILD=${1:-build}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+OUT="$BUILD/demo"
+rm -rf "$OUT"; mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$BUILD/fakeacl"
+REQUESTS=${DEMO_REQUESTS:-3000}
+counter() { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+
+echo "== 1. the service alone, on the fake runtime (64 GiB device)"
+FAKEACL_STATS="$OUT/stats-plain" "$BUILD/examples/serving_demo" "$REQUESTS" | tee "$OUT/plain.txt"
+
+echo
+echo "== 2. the same, unmodified, with LD_PRELOAD=$BUILD/libnpupool.so"
+FAKEACL_STATS="$OUT/stats-pool" NPUPOOL_LOG=info NPUPOOL_REPORT="$OUT/report-%n.json" \
+    LD_PRELOAD="$ROOT/$BUILD/libnpupool.so" "$BUILD/examples/serving_demo" "$REQUESTS" 2>"$OUT/npupool.log" | tee "$OUT/pool.txt"
+grep -E 'pool of|refused|leak' "$OUT/npupool.log" || true
+
+echo
+echo "== 3. what reached the runtime (the \"driver\")"
+printf '%-38s %12s %12s\n' "" "alone" "with npupool"
+for k in device_allocs device_frees peak_dev0; do
+    printf '%-38s %12s %12s\n' "$k" "$(counter $k "$OUT/stats-plain")" "$(counter $k "$OUT/stats-pool")"
+done
+
+reports=$(ls "$OUT"/report-*.json 2>/dev/null || true)
+if [ -n "$reports" ] && [ -x "$BUILD/npupool" ]; then
+    last=$(ls -t "$OUT"/report-*.json | head -1)
+    echo
+    echo "== 4. npupool's report of run 2 ($last)"
+    "$BUILD/npupool" summary "$last"
+fi
