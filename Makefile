@@ -51,7 +51,7 @@ $(BUILD)/obj/%.o: %.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(filter-out -std=gnu11,$(CFLAGS)) -std=gnu++17 -MMD -MP -c $< -o $@
 
-include $(wildcard pool/pool.mk tests/fakeacl/fakeacl.mk shim/shim.mk ledger/ledger.mk tools/tools.mk examples/examples.mk tests/tests.mk bench/bench.mk)
+include $(wildcard pool/pool.mk tests/fakeacl/fakeacl.mk ledger/ledger.mk shim/shim.mk tools/tools.mk examples/examples.mk tests/tests.mk bench/bench.mk)
 
 all: $(ALL_TARGETS)
 

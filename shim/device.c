@@ -100,6 +100,7 @@ pool_t *device_pool_get_or_create(int device)
     shim_device_t *d = &shim_devices[device];
     pool_t *pool = __atomic_load_n(&d->pool, __ATOMIC_ACQUIRE);
     if (pool) return pool;
+    shim_register_device_atfork(); /* the runtime is loaded: see init.c */
     pthread_mutex_lock(&shim_devices_lock);
     pool = d->pool;
     if (!pool && !d->reserve_failed) pool = create_locked(d, device);

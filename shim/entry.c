@@ -281,6 +281,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
     if (npupool_opt.disable || deviceId < 0 || deviceId >= SHIM_MAX_DEVICES)
         return REAL(aclrtResetDevice)(deviceId);
     shim_device_t *d = &shim_devices[deviceId];
+    shim_register_device_atfork();
     pthread_mutex_lock(&shim_devices_lock);
     observe_before_reset(deviceId);
     aclError rc = REAL(aclrtResetDevice)(deviceId);
@@ -302,6 +303,7 @@ EXPORT aclError aclFinalize(void)
     if (!REAL(aclFinalize)) return ACL_ERROR_UNINITIALIZE;
     if (npupool_opt.disable) return REAL(aclFinalize)();
     observe_before_finalize();
+    shim_register_device_atfork();
     /* Give reservations back while the runtime still works; blocks still live now are leaks and
      * have just been reported. */
     for (int dev = 0; dev < SHIM_MAX_DEVICES; dev++) {

@@ -37,6 +37,9 @@ extern pthread_mutex_t shim_devices_lock; /* pool creation, reset, finalize */
 extern shim_counters_t shim_unknown_device_counters; /* events whose device is unknown */
 
 void shim_ensure_init(void);
+/* Register the device fork handlers (once); call before the first runtime call made under
+ * shim_devices_lock. */
+void shim_register_device_atfork(void);
 
 /* Pool of `device`, creating it (one real reservation) if this is the first use.  NULL when the
  * device cannot have a pool (reservation refused or disabled).  pre: 0 <= device < MAX. */

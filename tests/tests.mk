@@ -3,16 +3,17 @@
 # Unit-test fragments append their cmocka binaries to UNIT_TESTS; case scripts live in tests/cases/.
 #
 # Integration programs (tests/programs/*.c) are plain ACL applications: they include only
-# <acl/acl.h>, link the fake runtime (dlsym_lookup dlopen()s it instead) and know nothing of npupool.
+# <acl/acl.h>, link the fake runtime (SHIM_DLOPEN_PROGRAMS dlopen() it instead) and know nothing of npupool.
 UNIT_TESTS ?=
 SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices
-SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(BUILD)/tests/programs/dlsym_lookup
+SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen
+SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%)
 
 $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: $(BUILD)/obj/tests/programs/%.o $(FAKEACL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
 
-$(BUILD)/tests/programs/dlsym_lookup: $(BUILD)/obj/tests/programs/dlsym_lookup.o
+$(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: $(BUILD)/obj/tests/programs/%.o
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LDFLAGS) -ldl
 
