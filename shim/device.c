@@ -6,10 +6,15 @@
  * RESERVE_MIN_BYTES; if every step is refused the device runs without a pool (every request
  * takes the fallback path) until aclrtResetDevice.  Retired pools are kept, never destroyed, so a
  * thread racing a reset cannot touch freed metadata; their count is bounded by resets.
- * Locking: shim_devices_lock serialises creation and retirement; readers load the pool pointer
- * with acquire semantics and need no lock.
+ *
+ * Locking: shim_devices_lock guards the state fields of every device and is NEVER held across a
+ * runtime call or a report: a device being built is marked `creating` and other threads wait on
+ * shim_devices_cond.  So npupool's locks never nest with the runtime's, whatever order the
+ * fork handlers were registered in (torch_npu dlopen()s the runtime after npupool is loaded).
+ * Readers load the pool pointer with acquire semantics and need no lock.
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "log.h"
@@ -21,8 +26,9 @@
 #define RESERVE_MIN_BYTES ((size_t)64 << 20)
 
 shim_device_t shim_devices[SHIM_MAX_DEVICES];
-pthread_mutex_t shim_devices_lock = PTHREAD_MUTEX_INITIALIZER;
 shim_counters_t shim_unknown_device_counters;
+pthread_mutex_t shim_devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t shim_devices_cond = PTHREAD_COND_INITIALIZER; /* a `creating` flag cleared */
 
 static int highest_device = -1; /* highest device index that ever had a pool */
 
@@ -45,14 +51,19 @@ static size_t reservation_target(int device)
     return (size_t)((double)free_b * npupool_opt.ratio) & ~(size_t)(HUGE_PAGE - 1);
 }
 
-/* pre: shim_devices_lock held, d->pool == NULL. */
-static pool_t *create_locked(shim_device_t *d, int device)
+typedef struct reservation {
+    void *base;   /* what the runtime returned */
+    size_t bytes; /* bytes the pool manages */
+} reservation_t;
+
+/* Runtime calls only; no npupool lock held.  0 on success. */
+static int reserve(shim_device_t *d, int device, reservation_t *out)
 {
     size_t target = reservation_target(device), size = target;
     size_t floor = target < RESERVE_MIN_BYTES ? target : RESERVE_MIN_BYTES;
     void *base = NULL;
     aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
-    if (!REAL(aclrtMalloc)) return NULL;
+    if (!REAL(aclrtMalloc)) return -1;
     while (size >= HUGE_PAGE && size >= floor) {
         /* Ask for size-32 so that the runtime's +32 padding lands exactly on a 2 MiB boundary. */
         rc = REAL(aclrtMalloc)(&base, size - 32, ACL_MEM_MALLOC_HUGE_FIRST);
@@ -63,30 +74,29 @@ static pool_t *create_locked(shim_device_t *d, int device)
         size = (size - size / 8) & ~(size_t)(HUGE_PAGE - 1);
     }
     if (rc != ACL_SUCCESS) {
-        d->reserve_failed = 1;
         log_warn("device %d: the runtime refused every pool reservation (last code %d); "
                  "this device runs without a pool until aclrtResetDevice", device, rc);
-        return NULL;
+        return -1;
     }
-    pool_t *pool = pool_create((uintptr_t)base, size - 32);
+    out->base = base;
+    out->bytes = size - 32;
+    return 0;
+}
+
+/* No npupool lock held.  Returns the new pool or NULL (then nothing is reserved). */
+static pool_t *build_pool(shim_device_t *d, int device, reservation_t *res)
+{
+    if (reserve(d, device, res) != 0) return NULL;
+    pool_t *pool = pool_create((uintptr_t)res->base, res->bytes);
     if (!pool) {
-        if (REAL(aclrtFree)) REAL(aclrtFree)(base);
+        if (REAL(aclrtFree)) REAL(aclrtFree)(res->base);
         counters_add(&d->counters, real_frees, 1);
-        d->reserve_failed = 1;
         log_error("device %d: no host memory for pool metadata; running without a pool", device);
         return NULL;
     }
-    d->reservation = (uintptr_t)base;
-    d->reservation_bytes = size - 32;
-    counters_add(&d->counters, pool_reservations, 1);
     char human[32];
-    log_format_bytes(human, sizeof human, size);
-    log_info("device %d: pool of %s reserved at %p", device, human, base);
-    __atomic_store_n(&d->pool, pool, __ATOMIC_RELEASE);
-    int hi = __atomic_load_n(&highest_device, __ATOMIC_RELAXED);
-    while (device > hi && !__atomic_compare_exchange_n(&highest_device, &hi, device, 0,
-                                                       __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-    }
+    log_format_bytes(human, sizeof human, res->bytes + 32);
+    log_info("device %d: pool of %s reserved at %p", device, human, res->base);
     return pool;
 }
 
@@ -100,10 +110,28 @@ pool_t *device_pool_get_or_create(int device)
     shim_device_t *d = &shim_devices[device];
     pool_t *pool = __atomic_load_n(&d->pool, __ATOMIC_ACQUIRE);
     if (pool) return pool;
-    shim_register_device_atfork(); /* the runtime is loaded: see init.c */
     pthread_mutex_lock(&shim_devices_lock);
+    while (d->creating) pthread_cond_wait(&shim_devices_cond, &shim_devices_lock);
     pool = d->pool;
-    if (!pool && !d->reserve_failed) pool = create_locked(d, device);
+    if (!pool && !d->reserve_failed) {
+        d->creating = 1;
+        pthread_mutex_unlock(&shim_devices_lock);
+        reservation_t res = {0};
+        pool = build_pool(d, device, &res);
+        pthread_mutex_lock(&shim_devices_lock);
+        d->creating = 0;
+        if (pool) {
+            d->reservation = (uintptr_t)res.base;
+            d->reservation_bytes = res.bytes;
+            counters_add(&d->counters, pool_reservations, 1);
+            __atomic_store_n(&d->pool, pool, __ATOMIC_RELEASE);
+            if (device > __atomic_load_n(&highest_device, __ATOMIC_RELAXED))
+                __atomic_store_n(&highest_device, device, __ATOMIC_RELEASE);
+        } else {
+            d->reserve_failed = 1;
+        }
+        pthread_cond_broadcast(&shim_devices_cond);
+    }
     pthread_mutex_unlock(&shim_devices_lock);
     return pool;
 }
@@ -118,38 +146,57 @@ int device_of_pool_address(uintptr_t addr)
     return -1;
 }
 
-void device_pool_retire_locked(shim_device_t *d)
+uintptr_t device_pool_retire(int device)
 {
+    shim_device_t *d = &shim_devices[device];
+    pthread_mutex_lock(&shim_devices_lock);
+    while (d->creating) pthread_cond_wait(&shim_devices_cond, &shim_devices_lock);
     pool_t *pool = d->pool;
+    uintptr_t base = d->reservation;
     d->reserve_failed = 0;
-    if (!pool) return;
-    __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
-    d->reservation = 0;
-    d->reservation_bytes = 0;
-    retired_pool_t *node = malloc(sizeof *node);
-    if (!node) return; /* metadata leaks; still never touched again */
-    node->pool = pool;
-    node->next = retired_pools;
-    retired_pools = node;
+    if (pool) {
+        __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
+        d->reservation = 0;
+        d->reservation_bytes = 0;
+        counters_sub(&d->counters, pool_bytes, counters_get(&d->counters, pool_bytes));
+        retired_pool_t *node = malloc(sizeof *node);
+        if (node) { /* else the metadata leaks; it is never touched again either way */
+            node->pool = pool;
+            node->next = retired_pools;
+            retired_pools = node;
+        }
+    }
+    pthread_mutex_unlock(&shim_devices_lock);
+    return pool ? base : 0;
 }
 
-void device_atfork_prepare(void)
+/* Fork: the order is shim_devices_lock, then (observers), then every pool's lock; see init.c. */
+void device_atfork_prepare(void) { pthread_mutex_lock(&shim_devices_lock); }
+
+void device_atfork_prepare_pools(void)
 {
-    pthread_mutex_lock(&shim_devices_lock);
     for (int i = 0; i < SHIM_MAX_DEVICES; i++) {
         pool_t *pool = shim_devices[i].pool;
         if (pool) pool_lock(pool);
     }
 }
 
-static void unlock_all(void)
+void device_atfork_parent_pools(void)
 {
     for (int i = SHIM_MAX_DEVICES - 1; i >= 0; i--) {
         pool_t *pool = shim_devices[i].pool;
         if (pool) pool_unlock(pool);
     }
-    pthread_mutex_unlock(&shim_devices_lock);
 }
 
-void device_atfork_parent(void) { unlock_all(); }
-void device_atfork_child(void) { unlock_all(); }
+void device_atfork_child_pools(void) { device_atfork_parent_pools(); }
+
+void device_atfork_parent(void) { pthread_mutex_unlock(&shim_devices_lock); }
+
+void device_atfork_child(void)
+{
+    /* A pool another parent thread was building does not exist in the child: build afresh. */
+    for (int i = 0; i < SHIM_MAX_DEVICES; i++) shim_devices[i].creating = 0;
+    pthread_cond_init(&shim_devices_cond, NULL);
+    pthread_mutex_unlock(&shim_devices_lock);
+}

@@ -135,8 +135,9 @@ static aclError shim_alloc(enum shim_entry e, void **dev_ptr, size_t size,
     if (prc == POOL_OK) {
         *dev_ptr = (void *)addr;
         counters_add(&d->counters, allocs, 1);
+        size_t in_use = counters_add(&d->counters, pool_bytes, granted) + granted;
         observe_alloc(addr, device, size, granted, e, OBSERVE_POOL, stack);
-        observe_usage(device, pool);
+        observe_usage(device, in_use, d->reservation_bytes);
         return ACL_SUCCESS;
     }
     aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -199,10 +200,12 @@ static aclError shim_free(void *dev_ptr, int sync)
         shim_device_t *d = &shim_devices[device];
         pool_t *pool = device_pool_peek(device);
         if (sync && REAL(aclrtSynchronizeDevice)) REAL(aclrtSynchronizeDevice)();
-        observe_forget(addr); /* before the address can be handed out again */
-        if (pool && pool_free(pool, addr, NULL, NULL) == POOL_OK) {
+        observe_forget(addr, device, 1); /* before the address can be handed out again */
+        size_t granted = 0;
+        if (pool && pool_free(pool, addr, &granted, NULL) == POOL_OK) {
             counters_add(&d->counters, frees, 1);
-            observe_freed(addr, device);
+            size_t in_use = counters_sub(&d->counters, pool_bytes, granted) - granted;
+            observe_usage(device, in_use, d->reservation_bytes);
             return ACL_SUCCESS;
         }
         counters_add(&d->counters, invalid_frees, 1);
@@ -216,7 +219,7 @@ static aclError shim_free(void *dev_ptr, int sync)
         shim_counters_t *c = rec.device >= 0 && rec.device < SHIM_MAX_DEVICES
                                  ? &shim_devices[rec.device].counters
                                  : &shim_unknown_device_counters;
-        observe_forget(addr);
+        observe_forget(addr, rec.device, 1);
         aclError rc = forward_free(dev_ptr, sync);
         counters_add(c, real_frees, 1);
         if (rc != ACL_SUCCESS) {
@@ -228,7 +231,6 @@ static aclError shim_free(void *dev_ptr, int sync)
             counters_add(c, fallback_frees, 1);
             counters_sub(c, fallback_bytes, rec.granted);
         }
-        observe_freed(addr, rec.device);
         return rc;
     }
     aclError rc = forward_free(dev_ptr, sync);
@@ -280,20 +282,17 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
     if (!REAL(aclrtResetDevice)) return ACL_ERROR_UNINITIALIZE;
     if (npupool_opt.disable || deviceId < 0 || deviceId >= SHIM_MAX_DEVICES)
         return REAL(aclrtResetDevice)(deviceId);
-    shim_device_t *d = &shim_devices[deviceId];
-    shim_register_device_atfork();
-    pthread_mutex_lock(&shim_devices_lock);
-    observe_before_reset(deviceId);
+    observe_before_reset(deviceId); /* a report while the pool and its records still exist */
     aclError rc = REAL(aclrtResetDevice)(deviceId);
     if (rc == ACL_SUCCESS) {
         /* The runtime released every allocation of the device, the pool's reservation included. */
-        device_pool_retire_locked(d);
+        device_pool_retire(deviceId);
         size_t dropped = foreign_drop_device(deviceId);
-        counters_sub(&d->counters, fallback_bytes, counters_get(&d->counters, fallback_bytes));
+        shim_counters_t *c = &shim_devices[deviceId].counters;
+        counters_sub(c, fallback_bytes, counters_get(c, fallback_bytes));
         observe_after_reset(deviceId);
         log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId, dropped);
     }
-    pthread_mutex_unlock(&shim_devices_lock);
     return rc;
 }
 
@@ -303,22 +302,16 @@ EXPORT aclError aclFinalize(void)
     if (!REAL(aclFinalize)) return ACL_ERROR_UNINITIALIZE;
     if (npupool_opt.disable) return REAL(aclFinalize)();
     observe_before_finalize();
-    shim_register_device_atfork();
-    /* Give reservations back while the runtime still works; blocks still live now are leaks and
-     * have just been reported. */
+    /* Give reservations back while the runtime still works.  Blocks still live now are leaks: they
+     * have just been reported and stay in the ledger, so the exit report lists them too. */
     for (int dev = 0; dev < SHIM_MAX_DEVICES; dev++) {
-        shim_device_t *d = &shim_devices[dev];
-        pthread_mutex_lock(&shim_devices_lock);
-        if (d->pool) {
-            void *base = (void *)d->reservation;
-            aclError frc = REAL(aclrtFree) ? REAL(aclrtFree)(base) : ACL_ERROR_UNINITIALIZE;
-            counters_add(&d->counters, real_frees, 1);
-            if (frc != ACL_SUCCESS)
-                log_warn("aclFinalize: returning device %d's pool reservation failed (%d)", dev, frc);
-            device_pool_retire_locked(d);
-            observe_after_reset(dev);
-        }
-        pthread_mutex_unlock(&shim_devices_lock);
+        if (!device_pool_peek(dev)) continue;
+        uintptr_t base = device_pool_retire(dev);
+        if (!base) continue;
+        aclError frc = REAL(aclrtFree) ? REAL(aclrtFree)((void *)base) : ACL_ERROR_UNINITIALIZE;
+        counters_add(&shim_devices[dev].counters, real_frees, 1);
+        if (frc != ACL_SUCCESS)
+            log_warn("aclFinalize: returning device %d's pool reservation failed (%d)", dev, frc);
     }
     return REAL(aclFinalize)();
 }
@@ -343,10 +336,8 @@ EXPORT aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     shim_ensure_init();
     if (!REAL(aclrtFreePhysical)) return ACL_ERROR_UNINITIALIZE;
     if (npupool_opt.disable || !handle) return REAL(aclrtFreePhysical)(handle);
-    int known = observe_forget((uintptr_t)handle);
-    aclError rc = REAL(aclrtFreePhysical)(handle);
-    if (known && rc == ACL_SUCCESS) observe_freed((uintptr_t)handle, -1);
-    return rc;
+    observe_forget((uintptr_t)handle, -1, 0);
+    return REAL(aclrtFreePhysical)(handle);
 }
 
 EXPORT aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
@@ -369,10 +360,8 @@ EXPORT aclError aclrtUnmapMem(void *virPtr)
     shim_ensure_init();
     if (!REAL(aclrtUnmapMem)) return ACL_ERROR_UNINITIALIZE;
     if (npupool_opt.disable || !virPtr) return REAL(aclrtUnmapMem)(virPtr);
-    int known = observe_forget((uintptr_t)virPtr);
-    aclError rc = REAL(aclrtUnmapMem)(virPtr);
-    if (known && rc == ACL_SUCCESS) observe_freed((uintptr_t)virPtr, -1);
-    return rc;
+    observe_forget((uintptr_t)virPtr, -1, 0);
+    return REAL(aclrtUnmapMem)(virPtr);
 }
 
 /* Hidden aliases (see real.h): the shim's own addresses for dlsym substitution. */

@@ -3,9 +3,8 @@
  * Owns: the one-time initialisation (shim_ensure_init), fork handlers and the exit hook.
  * Initialisation may be reached before the constructor runs (another library's constructor
  * calling aclrtMalloc or dlsym), so every hook calls shim_ensure_init(); it is a pthread_once and
- * never calls back into a hook.  Fork handlers take every npupool lock (devices and pools,
- * foreign map, observers) so a child never inherits a lock held by a thread that no longer
- * exists; see shim_register_device_atfork for why the device handlers are registered late.
+ * never calls back into a hook.  Fork handlers take every npupool lock, in the order shim.h
+ * states, so a child never inherits a lock held by a thread that no longer exists.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -20,8 +19,14 @@
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* One handler set, registered at start-up, taking every npupool lock in the one global order
+ * (shim.h).  The runtime's own fork handler may run before or after ours: npupool never holds a
+ * lock while it calls the runtime, and the runtime never calls npupool, so the two never nest. */
 static void atfork_prepare(void)
 {
+    device_atfork_prepare();
+    observe_atfork_prepare_reports();
+    device_atfork_prepare_pools();
     observe_atfork_prepare();
     foreign_atfork_prepare();
 }
@@ -30,25 +35,19 @@ static void atfork_parent(void)
 {
     foreign_atfork_parent();
     observe_atfork_parent();
+    device_atfork_parent_pools();
+    observe_atfork_parent_reports();
+    device_atfork_parent();
 }
 
 static void atfork_child(void)
 {
     foreign_atfork_child();
     observe_atfork_child();
+    device_atfork_child_pools();
+    observe_atfork_child_reports();
+    device_atfork_child();
 }
-
-/* The device handlers lock shim_devices_lock, which is held across runtime calls (reservation,
- * reset).  The runtime may take its own lock in its fork handler, so ours must run BEFORE it, and
- * prepare handlers run in reverse order of registration: register only once the runtime is
- * loaded and about to be used (the first reservation), i.e. after the runtime registered its own,
- * even when the program dlopen()s libascendcl.so long after npupool was loaded. */
-static pthread_once_t device_atfork_once = PTHREAD_ONCE_INIT;
-static void register_device_atfork(void)
-{
-    pthread_atfork(device_atfork_prepare, device_atfork_parent, device_atfork_child);
-}
-void shim_register_device_atfork(void) { pthread_once(&device_atfork_once, register_device_atfork); }
 
 static void init_once_body(void)
 {

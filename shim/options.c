@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +98,27 @@ static int parse_ratio(const char *text, void *field)
     return 0;
 }
 
+/* A ratio where 0 means "off" (thresholds). */
+static int parse_ratio_or_off(const char *text, void *field)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !(v >= 0.0 && v <= 1.0)) return -1;
+    *(double *)field = v;
+    return 0;
+}
+
+static int parse_count(const char *text, void *field)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < 0 || v > 100000000) return -1;
+    *(long *)field = v;
+    return 0;
+}
+
 static int parse_seconds(const char *text, void *field)
 {
     char *end;
@@ -155,10 +177,18 @@ static option_row_t option_table[] = {
      "signal that asks for a report, 0 = none; never replaces an application's handler", ""},
     {"NPUPOOL_REPORT_INTERVAL", "0", parse_seconds, &npupool_opt.report_interval,
      "seconds between periodic reports, 0 = off", ""},
-    {"NPUPOOL_WARN_RATIO", "0.85", parse_ratio, &npupool_opt.warn_ratio,
-     "pool use (allocated/reserved) that writes a warning line and report", ""},
-    {"NPUPOOL_CRITICAL_RATIO", "0.95", parse_ratio, &npupool_opt.critical_ratio,
-     "pool use that writes a critical line and report", ""},
+    {"NPUPOOL_WARN_RATIO", "0.85", parse_ratio_or_off, &npupool_opt.warn_ratio,
+     "pool use (allocated/reserved) that writes a warning line and report, 0 = off", ""},
+    {"NPUPOOL_CRITICAL_RATIO", "0.95", parse_ratio_or_off, &npupool_opt.critical_ratio,
+     "pool use that writes a critical line and report, 0 = off", ""},
+    {"NPUPOOL_REPORT_FREE_MAP", "4096", parse_count, &npupool_opt.report_free_map,
+     "most free-map entries per device in a report (the largest blocks are kept)", ""},
+    {"NPUPOOL_REPORT_LIVE_MAP", "4096", parse_count, &npupool_opt.report_live_map,
+     "most live-map entries per device in a report (the largest blocks are kept)", ""},
+    {"NPUPOOL_REPORT_SYMBOLS", "1", parse_bool_field, &npupool_opt.report_symbols,
+     "1: function/file/line in report frames; 0: module, offset and build id only", ""},
+    {"NPUPOOL_REPORT_OOM_MAX", "10", parse_count, &npupool_opt.report_oom_max,
+     "most oom post-mortem reports per process (at least 1 s apart)", ""},
     {"NPUPOOL_TRACE", "", parse_string, &npupool_opt.trace,
      "path of an allocation trace to record (%p pid); empty = off", ""},
 };
@@ -166,8 +196,10 @@ static option_row_t option_table[] = {
 
 static void render(option_row_t *row)
 {
-    if (row->parse == parse_ratio || row->parse == parse_seconds)
+    if (row->parse == parse_ratio || row->parse == parse_ratio_or_off || row->parse == parse_seconds)
         snprintf(row->shown, sizeof row->shown, "%g", *(double *)row->field);
+    else if (row->parse == parse_count)
+        snprintf(row->shown, sizeof row->shown, "%ld", *(long *)row->field);
     else if (row->parse == parse_size_field)
         snprintf(row->shown, sizeof row->shown, "%zu", *(size_t *)row->field);
     else if (row->parse == parse_string)
@@ -179,10 +211,8 @@ static void render(option_row_t *row)
         snprintf(row->shown, sizeof row->shown, "%d", *(int *)row->field);
 }
 
-void options_init(void)
+static void options_parse_all(void)
 {
-    static int done;
-    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL)) return;
     for (size_t i = 0; i < OPTION_COUNT; i++) {
         option_row_t *row = &option_table[i];
         row->parse(row->fallback, row->field);
@@ -194,12 +224,18 @@ void options_init(void)
         }
         if (row->field == &npupool_opt.log_level) log_threshold = npupool_opt.log_level;
     }
-    if (npupool_opt.critical_ratio < npupool_opt.warn_ratio) {
+    if (npupool_opt.critical_ratio > 0 && npupool_opt.critical_ratio < npupool_opt.warn_ratio) {
         log_warn("NPUPOOL_CRITICAL_RATIO (%g) is below NPUPOOL_WARN_RATIO (%g); using the warning ratio",
                  npupool_opt.critical_ratio, npupool_opt.warn_ratio);
         npupool_opt.critical_ratio = npupool_opt.warn_ratio;
     }
     for (size_t i = 0; i < OPTION_COUNT; i++) render(&option_table[i]);
+}
+
+void options_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, options_parse_all);
 }
 
 void options_log_effective(void)
@@ -208,14 +244,21 @@ void options_log_effective(void)
         log_info("option %s=%s", option_table[i].name, option_table[i].shown);
 }
 
+/* Strings are returned whole (a report path may be longer than `shown`). */
+static const char *row_value(const option_row_t *row)
+{
+    return row->parse == parse_string ? *(const char *const *)row->field : row->shown;
+}
+
 const char *npupool_option_str(const char *name)
 {
+    options_init();
     for (size_t i = 0; i < OPTION_COUNT; i++)
-        if (!strcmp(option_table[i].name, name)) return option_table[i].shown;
+        if (!strcmp(option_table[i].name, name)) return row_value(&option_table[i]);
     return NULL;
 }
 
 void options_for_each(void (*cb)(void *ctx, const char *name, const char *value), void *ctx)
 {
-    for (size_t i = 0; i < OPTION_COUNT; i++) cb(ctx, option_table[i].name, option_table[i].shown);
+    for (size_t i = 0; i < OPTION_COUNT; i++) cb(ctx, option_table[i].name, row_value(&option_table[i]));
 }

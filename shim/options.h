@@ -23,6 +23,10 @@ typedef struct npupool_options {
     double report_interval;   /* NPUPOOL_REPORT_INTERVAL: seconds between reports, 0 = off */
     double warn_ratio;        /* NPUPOOL_WARN_RATIO: pool use that triggers a warning report */
     double critical_ratio;    /* NPUPOOL_CRITICAL_RATIO: pool use that triggers a critical report */
+    long report_free_map;     /* NPUPOOL_REPORT_FREE_MAP: free-map entries per device in a report */
+    long report_live_map;     /* NPUPOOL_REPORT_LIVE_MAP: live-map entries per device in a report */
+    int report_symbols;       /* NPUPOOL_REPORT_SYMBOLS: 1 = symbolize frames in reports */
+    long report_oom_max;      /* NPUPOOL_REPORT_OOM_MAX: oom reports per process */
     const char *trace;        /* NPUPOOL_TRACE: allocation trace path, "" = off */
 } npupool_options_t;
 

@@ -3,9 +3,10 @@
  * Owns: the per-device state table and the start-up entry point.  Device state lives in a fixed
  * array (SHIM_MAX_DEVICES); a device's pool pointer is published atomically once created and is
  * cleared (the pool retired, never freed while a racing thread might use it) by aclrtResetDevice
- * or aclFinalize.  Pool creation, reset and finalize are rare and serialised by one lock,
- * shim_devices_lock (one lock, not one per device, so fork handlers take few locks).
- * Lock order: shim_devices_lock, then a pool's own lock, then the foreign map lock.
+ * or aclFinalize.  State fields are guarded by one lock, shim_devices_lock, which is never held
+ * across a runtime call or a report (see device.c).
+ * Lock order (fork handlers take them in this order): shim_devices_lock, the report writer's,
+ * every pool's, the ledger's, the trace recorder's, the foreign map's.
  */
 #ifndef NPUPOOL_SHIM_H
 #define NPUPOOL_SHIM_H
@@ -29,6 +30,7 @@ typedef struct shim_device {
     uintptr_t reservation;      /* address the runtime gave for the pool */
     size_t reservation_bytes;   /* bytes managed by the pool */
     int reserve_failed;         /* 1: the runtime refused every reservation size; no retry until reset */
+    int creating;               /* 1 while one thread reserves this device's pool (lock released) */
     shim_counters_t counters;   /* events on this device */
 } shim_device_t;
 
@@ -37,9 +39,6 @@ extern pthread_mutex_t shim_devices_lock; /* pool creation, reset, finalize */
 extern shim_counters_t shim_unknown_device_counters; /* events whose device is unknown */
 
 void shim_ensure_init(void);
-/* Register the device fork handlers (once); call before the first runtime call made under
- * shim_devices_lock. */
-void shim_register_device_atfork(void);
 
 /* Pool of `device`, creating it (one real reservation) if this is the first use.  NULL when the
  * device cannot have a pool (reservation refused or disabled).  pre: 0 <= device < MAX. */
@@ -48,10 +47,15 @@ pool_t *device_pool_get_or_create(int device);
 pool_t *device_pool_peek(int device);
 /* Device whose pool contains addr, or -1. Lock-free. */
 int device_of_pool_address(uintptr_t addr);
-/* Forget the device's pool (after the runtime released its memory). Caller holds shim_devices_lock. */
-void device_pool_retire_locked(shim_device_t *d);
+/* Forget the device's pool (the runtime released or is about to release its memory); waits for
+ * a pool being built.  Returns the reservation's address, 0 if the device had no pool.  Takes
+ * shim_devices_lock; the caller holds no npupool lock. */
+uintptr_t device_pool_retire(int device);
 
-void device_atfork_prepare(void);
+void device_atfork_prepare(void);       /* shim_devices_lock */
+void device_atfork_prepare_pools(void); /* every pool's lock */
+void device_atfork_parent_pools(void);
+void device_atfork_child_pools(void);
 void device_atfork_parent(void);
 void device_atfork_child(void);
 

@@ -12,6 +12,7 @@
 typedef struct shim_counters {
     uint64_t allocs;             /* allocations served by the pool */
     uint64_t frees;              /* pool blocks freed */
+    uint64_t pool_bytes;         /* granted bytes of live pool blocks (threshold monitor) */
     uint64_t fallback_allocs;    /* pool could not serve: served by the real runtime */
     uint64_t fallback_frees;     /* fallback allocations freed */
     uint64_t fallback_bytes;     /* granted bytes of live fallback allocations */

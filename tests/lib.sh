@@ -3,16 +3,18 @@
 # Provides: run_preloaded PROG ARGS... (runs $BUILD/tests/programs/PROG in front of the shim, with
 # the sanitizer runtime first in LD_PRELOAD in asan/tsan builds), run_plain PROG ARGS... (same
 # program, no shim), stat NAME (a counter of the fake runtime from the last run), fail MSG,
-# skip MSG.  The fake's counters land in $STATS, written at exit by FAKEACL_STATS.
+# skip MSG.  The fake's counters land in $STATS, written at exit by FAKEACL_STATS.  A case runs in
+# its own temporary directory ($TMPDIR_CASE); PROGS and SHIM are absolute paths.
 set -u
 : "${BUILD:=build}" "${VARIANT:=plain}" "${ROOT:=$(pwd)}"
-PROGS="$BUILD/tests/programs"
-SHIM="$BUILD/libnpupool.so"
+case "$BUILD" in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD="$ROOT/$BUILD" ;; esac
+PROGS="$ABS_BUILD/tests/programs"
+SHIM="$ABS_BUILD/libnpupool.so"
 TMPDIR_CASE=$(mktemp -d "${TMPDIR:-/tmp}/npupool-case.XXXXXX")
 trap 'rm -rf "$TMPDIR_CASE"' EXIT
 STATS="$TMPDIR_CASE/stats"
 export FAKEACL_STATS="$STATS"
-export LD_LIBRARY_PATH="$BUILD/fakeacl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$ABS_BUILD/fakeacl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 case "$VARIANT" in
     asan) SANRT="$(${CC:-cc} -print-file-name=libasan.so)"
@@ -29,13 +31,14 @@ skip() { echo "$*"; exit 77; }
 run_preloaded() {
     local prog=$1; shift
     rm -f "$STATS"
-    LD_PRELOAD="${SANRT:+$SANRT }$ROOT/$SHIM" "$PROGS/$prog" "$@"
+    # in the case's directory: reports a run leaves land there, not in the work tree
+    (cd "$TMPDIR_CASE" && LD_PRELOAD="${SANRT:+$SANRT }$SHIM" "$PROGS/$prog" "$@")
 }
 
 run_plain() {
     local prog=$1; shift
     rm -f "$STATS"
-    LD_PRELOAD="${SANRT}" "$PROGS/$prog" "$@"
+    (cd "$TMPDIR_CASE" && LD_PRELOAD="${SANRT}" "$PROGS/$prog" "$@")
 }
 
 stat() {

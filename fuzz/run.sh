@@ -1,0 +1,19 @@
+#!/bin/bash
+# fuzz/run.sh BUILD_DIR SECONDS — run each libFuzzer target for SECONDS, seeded with the repo's
+# fixtures and traces.  Crashing inputs land in BUILD_DIR/artifacts/; copy each one to
+# tests/fixtures/fuzz/ (report_* or trace_*) so tests/cases/tool_errors.sh keeps replaying it.
+set -u
+dir=$1 secs=$2
+mkdir -p "$dir/corpus/report" "$dir/corpus/trace" "$dir/artifacts"
+cp tests/fixtures/report_*.json tests/fixtures/bad/*.json "$dir/corpus/report/" 2>/dev/null
+for f in traces/*.trace traces/*.csv tests/fixtures/traces/* tests/fixtures/bad/*.trace tests/fixtures/bad/*.csv; do
+    [ -f "$f" ] && head -c 4096 "$f" >"$dir/corpus/trace/$(basename "$f")"
+done
+rc=0
+for t in report trace; do
+    echo "== fuzz_$t for ${secs}s"
+    "$dir/fuzz_$t" -max_total_time="$secs" -max_len=65536 -artifact_prefix="$dir/artifacts/${t}_" \
+        "$dir/corpus/$t" || rc=1
+done
+ls "$dir/artifacts"
+exit $rc

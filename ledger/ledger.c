@@ -1,0 +1,554 @@
+/* ledger/ledger.c — the live-record table: one record per live device allocation.
+ *
+ * Owns: the shards of the live-record table, the sequence counter and the per-thread tid cache.
+ *
+ * Layout (per shard; shard = low bits of a 64-bit mix of the address):
+ *   - records live in a slab of REC_CHUNK-record chunks that never move; a record is named by
+ *     its number n (chunk n / REC_CHUNK, slot n % REC_CHUNK).  Free records form a list through
+ *     their `seq` field (addr == 0 marks a free record).
+ *   - the index is open addressing with linear probing over uint32 slots holding n + 1 (0 =
+ *     empty), load factor <= 0.7, doubled when exceeded; deletion shifts the following cluster
+ *     back (no tombstones), so a lookup stops at the first empty slot.
+ *   A record is 48 bytes (sizes and device packed into bit fields), an index slot 4 bytes at a
+ *   load of 0.35..0.7: 54..60 bytes per live allocation once the slab rounding is amortised.
+ *
+ * Invariants (ledger_check): per shard, live == records with addr != 0 == non-empty index slots;
+ * every live record is found through the index at its own address; free list length + live ==
+ * records carved; every stack id in a record was issued by the stack table.
+ *
+ * Locking: each shard's mutex guards everything in that shard.  The sequence counter is one
+ * atomic.  No lock is held while calling out of this file (except libc malloc/free).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ledger.h"
+#include "ledger_internal.h"
+#include "pool.h"
+
+#define REC_CHUNK 1024u     /* records per slab chunk (48 KiB) */
+#define INDEX_MIN 256u      /* initial index slots of a shard */
+#define SIZE_MAX48 ((UINT64_C(1) << 48) - 1)
+
+typedef struct rec {
+    uintptr_t addr;             /* device address; 0 = free record */
+    uint64_t requested : 48;    /* bytes asked for (saturated at 2^48-1) */
+    uint64_t device : 16;       /* device id; 0xffff = unknown */
+    uint64_t granted : 48;      /* bytes that belong to the block (saturated) */
+    uint64_t entry : 4;         /* enum ledger_entry */
+    uint64_t origin : 2;        /* enum ledger_origin */
+    uint64_t size_class : 4;    /* pool_bucket_of(granted) */
+    uint64_t unused : 6;        /* zero */
+    uint64_t seq;               /* live: sequence number; free: next free record number + 1 */
+    uint64_t time_ns;           /* CLOCK_MONOTONIC_COARSE at allocation, ns */
+    uint32_t stack_id;          /* interned stack, 0 = none */
+    uint32_t tid;               /* kernel thread id of the allocating thread */
+} rec_t;
+_Static_assert(sizeof(rec_t) == 48, "a ledger record is 48 bytes");
+
+typedef struct shard {
+    pthread_mutex_t lock;   /* guards every field below */
+    uint32_t *index;        /* slot -> record number + 1, 0 = empty */
+    uint32_t mask;          /* index slots - 1 (index == NULL: no slots yet) */
+    uint32_t live;          /* live records */
+    uint32_t carved;        /* records ever taken from chunks */
+    uint32_t free_head;     /* first free record number + 1, 0 = none */
+    rec_t **chunks;         /* slab chunks */
+    uint32_t nchunks;       /* chunks allocated */
+    uint32_t chunk_cap;     /* capacity of `chunks` */
+    size_t bytes;           /* host memory held by this shard, bytes */
+} __attribute__((aligned(64))) shard_t;
+
+static shard_t shards[LEDGER_SHARDS];
+static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
+static _Atomic uint64_t g_seq;    /* last sequence number issued */
+static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 = not yet read */
+
+LEDGER_HIDDEN void ledger_stack_memory(size_t *stacks, size_t *bytes, uint64_t *dropped);
+LEDGER_HIDDEN int ledger_stack_check(char *why, size_t why_len);
+LEDGER_HIDDEN void ledger_stack_atfork_prepare(void);
+LEDGER_HIDDEN void ledger_stack_atfork_parent(void);
+LEDGER_HIDDEN void ledger_stack_atfork_child(void);
+
+static void shards_init(void)
+{
+    for (int i = 0; i < LEDGER_SHARDS; i++) pthread_mutex_init(&shards[i].lock, NULL);
+}
+
+static uint64_t addr_hash(uintptr_t a)
+{
+    uint64_t x = (uint64_t)a;
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ULL;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    return x;
+}
+
+static shard_t *shard_of(uint64_t h) { return &shards[h & (LEDGER_SHARDS - 1)]; }
+static uint32_t home_of(const shard_t *s, uint64_t h) { return (uint32_t)(h >> 8) & s->mask; }
+
+static rec_t *rec_at(const shard_t *s, uint32_t n) { return &s->chunks[n / REC_CHUNK][n % REC_CHUNK]; }
+
+uint64_t ledger_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t my_tid(void)
+{
+    if (!t_tid) t_tid = (uint32_t)syscall(SYS_gettid);
+    return t_tid;
+}
+
+/* pre: shard locked.  Slot holding addr, or -1. */
+static long index_find(const shard_t *s, uintptr_t addr, uint64_t h)
+{
+    if (!s->index) return -1;
+    for (uint32_t i = home_of(s, h);; i = (i + 1) & s->mask) {
+        uint32_t v = s->index[i];
+        if (!v) return -1;
+        if (rec_at(s, v - 1)->addr == addr) return (long)i;
+    }
+}
+
+static void index_put(uint32_t *index, uint32_t mask, uint32_t home, uint32_t value)
+{
+    uint32_t i = home;
+    while (index[i]) i = (i + 1) & mask;
+    index[i] = value;
+}
+
+/* pre: shard locked.  Room for one more live record; 0 on success. */
+static int index_reserve(shard_t *s)
+{
+    uint32_t slots = s->index ? s->mask + 1 : 0;
+    if (s->index && (uint64_t)(s->live + 1) * 10 <= (uint64_t)slots * 7) return 0;
+    uint32_t nslots = slots ? slots * 2 : INDEX_MIN;
+    if (nslots == 0) return -1;
+    uint32_t *ni = calloc(nslots, sizeof *ni);
+    if (!ni) return -1;
+    for (uint32_t i = 0; i < slots; i++) {
+        uint32_t v = s->index[i];
+        if (!v) continue;
+        uint64_t h = addr_hash(rec_at(s, v - 1)->addr);
+        index_put(ni, nslots - 1, (uint32_t)(h >> 8) & (nslots - 1), v);
+    }
+    free(s->index);
+    s->bytes += (size_t)(nslots - slots) * sizeof *ni;
+    s->index = ni;
+    s->mask = nslots - 1;
+    return 0;
+}
+
+/* pre: shard locked.  Removes slot i, shifting the rest of its cluster back. */
+static void index_remove(shard_t *s, uint32_t i)
+{
+    uint32_t j = i;
+    s->index[i] = 0;
+    for (;;) {
+        j = (j + 1) & s->mask;
+        uint32_t v = s->index[j];
+        if (!v) return;
+        uint32_t k = home_of(s, addr_hash(rec_at(s, v - 1)->addr));
+        /* v may move to i unless its home lies cyclically in (i, j]. */
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (stays) continue;
+        s->index[i] = v;
+        s->index[j] = 0;
+        i = j;
+    }
+}
+
+/* pre: shard locked.  A free record number, or UINT32_MAX. */
+static uint32_t rec_take(shard_t *s)
+{
+    if (s->free_head) {
+        uint32_t n = s->free_head - 1;
+        s->free_head = (uint32_t)rec_at(s, n)->seq;
+        return n;
+    }
+    if (s->carved == s->nchunks * REC_CHUNK) {
+        if (s->nchunks == s->chunk_cap) {
+            uint32_t ncap = s->chunk_cap ? s->chunk_cap * 2 : 16;
+            rec_t **nc = realloc(s->chunks, ncap * sizeof *nc);
+            if (!nc) return UINT32_MAX;
+            s->bytes += (size_t)(ncap - s->chunk_cap) * sizeof *nc;
+            s->chunks = nc;
+            s->chunk_cap = ncap;
+        }
+        rec_t *c = calloc(REC_CHUNK, sizeof *c);
+        if (!c) return UINT32_MAX;
+        s->bytes += REC_CHUNK * sizeof *c;
+        s->chunks[s->nchunks++] = c;
+    }
+    return s->carved++;
+}
+
+/* pre: shard locked. */
+static void rec_release(shard_t *s, uint32_t n)
+{
+    rec_t *r = rec_at(s, n);
+    memset(r, 0, sizeof *r);
+    r->seq = s->free_head;
+    s->free_head = n + 1;
+}
+
+void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
+                         enum ledger_entry entry, enum ledger_origin origin, uint32_t stack_id)
+{
+    pthread_once(&shards_once, shards_init);
+    if (addr == 0) return;
+    uint64_t h = addr_hash(addr);
+    uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
+    uint64_t now = ledger_now_ns();
+    uint32_t tid = my_tid();
+    int cls = pool_bucket_of(granted);
+    shard_t *s = shard_of(h);
+
+    pthread_mutex_lock(&s->lock);
+    rec_t *r = NULL;
+    long slot = index_find(s, addr, h);
+    if (slot >= 0) {
+        r = rec_at(s, s->index[slot] - 1); /* reused address: replace the stale record */
+    } else if (index_reserve(s) == 0) {
+        uint32_t n = rec_take(s);
+        if (n != UINT32_MAX) {
+            r = rec_at(s, n);
+            index_put(s->index, s->mask, home_of(s, h), n + 1);
+            s->live++;
+        }
+    }
+    if (r) {
+        r->addr = addr;
+        r->requested = requested > SIZE_MAX48 ? SIZE_MAX48 : requested;
+        r->device = device < 0 || device > 0xfffe ? 0xffff : (unsigned)device;
+        r->granted = granted > SIZE_MAX48 ? SIZE_MAX48 : granted;
+        r->entry = (unsigned)entry & 15u;
+        r->origin = (unsigned)origin & 3u;
+        r->size_class = (unsigned)cls & 15u;
+        r->unused = 0;
+        r->seq = seq;
+        r->time_ns = now;
+        r->stack_id = stack_id;
+        r->tid = tid;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+int ledger_record_free(uintptr_t addr)
+{
+    pthread_once(&shards_once, shards_init);
+    uint64_t h = addr_hash(addr);
+    shard_t *s = shard_of(h);
+    int found = 0;
+    pthread_mutex_lock(&s->lock);
+    long slot = index_find(s, addr, h);
+    if (slot >= 0) {
+        uint32_t n = s->index[slot] - 1;
+        index_remove(s, (uint32_t)slot);
+        rec_release(s, n);
+        s->live--;
+        found = 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+static int rec_device(const rec_t *r) { return r->device == 0xffff ? -1 : (int)r->device; }
+
+void ledger_drop_device(int device)
+{
+    pthread_once(&shards_once, shards_init);
+    for (int k = 0; k < LEDGER_SHARDS; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        for (uint32_t n = 0; n < s->carved && s->live; n++) {
+            rec_t *r = rec_at(s, n);
+            if (!r->addr || rec_device(r) != device) continue;
+            long slot = index_find(s, r->addr, addr_hash(r->addr));
+            if (slot >= 0) index_remove(s, (uint32_t)slot);
+            rec_release(s, n);
+            s->live--;
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+void ledger_clear(void)
+{
+    pthread_once(&shards_once, shards_init);
+    for (int k = 0; k < LEDGER_SHARDS; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        for (uint32_t c = 0; c < s->nchunks; c++) free(s->chunks[c]);
+        free(s->chunks);
+        free(s->index);
+        s->chunks = NULL;
+        s->index = NULL;
+        s->mask = s->live = s->carved = s->free_head = s->nchunks = s->chunk_cap = 0;
+        s->bytes = 0;
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+size_t ledger_live_count(int device)
+{
+    pthread_once(&shards_once, shards_init);
+    size_t total = 0;
+    for (int k = 0; k < LEDGER_SHARDS; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        if (device < 0) {
+            total += s->live;
+        } else {
+            for (uint32_t n = 0; n < s->carved; n++) {
+                const rec_t *r = rec_at(s, n);
+                if (r->addr && rec_device(r) == device) total++;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    return total;
+}
+
+static void rec_export(const rec_t *r, ledger_record_t *out)
+{
+    out->addr = r->addr;
+    out->device = rec_device(r);
+    out->requested = (size_t)r->requested;
+    out->granted = (size_t)r->granted;
+    out->size_class = (int)r->size_class;
+    out->seq = r->seq;
+    out->tid = r->tid;
+    out->time_ns = r->time_ns;
+    out->stack_id = r->stack_id;
+    out->entry = (enum ledger_entry)r->entry;
+    out->origin = (enum ledger_origin)r->origin;
+}
+
+int ledger_lookup(uintptr_t addr, ledger_record_t *out)
+{
+    pthread_once(&shards_once, shards_init);
+    uint64_t h = addr_hash(addr);
+    shard_t *s = shard_of(h);
+    pthread_mutex_lock(&s->lock);
+    long slot = index_find(s, addr, h);
+    if (slot >= 0 && out) rec_export(rec_at(s, s->index[slot] - 1), out);
+    pthread_mutex_unlock(&s->lock);
+    return slot >= 0;
+}
+
+/* ---- grouping by site ------------------------------------------------------------------------ */
+
+typedef struct site_map {
+    uint32_t *slot;         /* site index + 1, 0 = empty */
+    uint32_t mask;          /* slots - 1 */
+    ledger_site_t *sites;   /* grouped sites */
+    size_t n;               /* sites used */
+    size_t cap;             /* sites allocated */
+} site_map_t;
+
+static uint64_t site_key_hash(int device, uint32_t stack)
+{
+    return addr_hash(((uint64_t)(uint32_t)device << 32) | stack);
+}
+
+static int site_map_grow(site_map_t *m)
+{
+    uint32_t nslots = m->slot ? (m->mask + 1) * 2 : 1024;
+    uint32_t *ns = calloc(nslots, sizeof *ns);
+    if (!ns) return -1;
+    for (size_t i = 0; i < m->n; i++) {
+        uint32_t j = (uint32_t)site_key_hash(m->sites[i].device, m->sites[i].stack_id) & (nslots - 1);
+        while (ns[j]) j = (j + 1) & (nslots - 1);
+        ns[j] = (uint32_t)i + 1;
+    }
+    free(m->slot);
+    m->slot = ns;
+    m->mask = nslots - 1;
+    return 0;
+}
+
+static ledger_site_t *site_get(site_map_t *m, int device, uint32_t stack)
+{
+    if (!m->slot || (m->n + 1) * 2 > (size_t)m->mask + 1) {
+        if (site_map_grow(m) != 0) return NULL;
+    }
+    uint32_t j = (uint32_t)site_key_hash(device, stack) & m->mask;
+    for (; m->slot[j]; j = (j + 1) & m->mask) {
+        ledger_site_t *s = &m->sites[m->slot[j] - 1];
+        if (s->device == device && s->stack_id == stack) return s;
+    }
+    if (m->n == m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 256;
+        ledger_site_t *ns = realloc(m->sites, ncap * sizeof *ns);
+        if (!ns) return NULL;
+        m->sites = ns;
+        m->cap = ncap;
+    }
+    ledger_site_t *s = &m->sites[m->n];
+    memset(s, 0, sizeof *s);
+    s->device = device;
+    s->stack_id = stack;
+    s->oldest_time_ns = UINT64_MAX;
+    s->oldest_seq = UINT64_MAX;
+    m->slot[j] = (uint32_t)++m->n;
+    return s;
+}
+
+size_t ledger_collect_sites(ledger_site_t **out)
+{
+    pthread_once(&shards_once, shards_init);
+    site_map_t m = {0};
+    int failed = 0;
+    for (int k = 0; k < LEDGER_SHARDS && !failed; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        for (uint32_t n = 0; n < s->carved && !failed; n++) {
+            const rec_t *r = rec_at(s, n);
+            if (!r->addr) continue;
+            ledger_site_t *site = site_get(&m, rec_device(r), r->stack_id);
+            if (!site) {
+                failed = 1;
+                break;
+            }
+            site->count++;
+            site->requested_bytes += r->requested;
+            site->granted_bytes += r->granted;
+            site->by_origin[r->origin < LEDGER_ORIGIN_COUNT ? r->origin : 0]++;
+            if (r->seq < site->oldest_seq) {
+                site->oldest_seq = r->seq;
+                site->oldest_time_ns = r->time_ns;
+                site->entry = (uint8_t)r->entry;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    free(m.slot);
+    if (failed) {
+        free(m.sites);
+        *out = NULL;
+        return (size_t)-1;
+    }
+    *out = m.sites;
+    return m.n;
+}
+
+/* ---- memory, checks, fork -------------------------------------------------------------------- */
+
+void ledger_memory(ledger_memory_t *out)
+{
+    pthread_once(&shards_once, shards_init);
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < LEDGER_SHARDS; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        out->live_records += s->live;
+        out->record_bytes += s->bytes;
+        pthread_mutex_unlock(&s->lock);
+    }
+    out->record_bytes += sizeof shards;
+    ledger_stack_memory(&out->stacks, &out->stack_bytes, &out->stacks_dropped);
+}
+
+int ledger_check(char *why, size_t why_len)
+{
+    pthread_once(&shards_once, shards_init);
+    int bad = 0;
+#define FAIL(...)                                                          \
+    do {                                                                   \
+        if (!bad && why) snprintf(why, why_len, __VA_ARGS__);              \
+        bad++;                                                             \
+    } while (0)
+    uint32_t nstacks = ledger_stack_count();
+    for (int k = 0; k < LEDGER_SHARDS; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        uint32_t live = 0, used_slots = 0, free_len = 0;
+        for (uint32_t n = 0; n < s->carved; n++) {
+            const rec_t *r = rec_at(s, n);
+            if (!r->addr) continue;
+            live++;
+            uint64_t h = addr_hash(r->addr);
+            if (shard_of(h) != s) FAIL("shard %d: record %u is in the wrong shard", k, n);
+            long slot = index_find(s, r->addr, h);
+            if (slot < 0 || s->index[slot] != n + 1)
+                FAIL("shard %d: record %u (addr %#lx) not found through the index", k, n,
+                     (unsigned long)r->addr);
+            if (r->stack_id > nstacks) FAIL("shard %d: record %u has unknown stack %u", k, n, r->stack_id);
+            if (r->granted < r->requested) FAIL("shard %d: record %u granted < requested", k, n);
+        }
+        if (s->index) {
+            for (uint32_t i = 0; i <= s->mask; i++) {
+                uint32_t v = s->index[i];
+                if (!v) continue;
+                used_slots++;
+                if (v - 1 >= s->carved || !rec_at(s, v - 1)->addr)
+                    FAIL("shard %d: index slot %u points at a free record", k, i);
+            }
+        }
+        for (uint32_t f = s->free_head; f && free_len <= s->carved; f = (uint32_t)rec_at(s, f - 1)->seq) {
+            if (f - 1 >= s->carved || rec_at(s, f - 1)->addr) {
+                FAIL("shard %d: free list reaches a live or missing record", k);
+                break;
+            }
+            free_len++;
+        }
+        if (live != s->live) FAIL("shard %d: %u live records, counter says %u", k, live, s->live);
+        if (used_slots != s->live) FAIL("shard %d: %u index entries for %u live", k, used_slots, s->live);
+        if (free_len + s->live != s->carved)
+            FAIL("shard %d: free list %u + live %u != carved %u", k, free_len, s->live, s->carved);
+        pthread_mutex_unlock(&s->lock);
+    }
+#undef FAIL
+    char swhy[160];
+    int sbad = ledger_stack_check(swhy, sizeof swhy);
+    if (sbad && !bad && why) snprintf(why, why_len, "%s", swhy);
+    return bad + sbad;
+}
+
+void ledger_atfork_prepare(void)
+{
+    pthread_once(&shards_once, shards_init);
+    ledger_stack_atfork_prepare();
+    for (int k = 0; k < LEDGER_SHARDS; k++) pthread_mutex_lock(&shards[k].lock);
+}
+
+void ledger_atfork_parent(void)
+{
+    for (int k = LEDGER_SHARDS - 1; k >= 0; k--) pthread_mutex_unlock(&shards[k].lock);
+    ledger_stack_atfork_parent();
+}
+
+void ledger_atfork_child(void)
+{
+    for (int k = 0; k < LEDGER_SHARDS; k++) pthread_mutex_init(&shards[k].lock, NULL);
+    ledger_stack_atfork_child();
+    t_tid = 0; /* the child is a new thread id */
+}
+
+const char *ledger_entry_name(enum ledger_entry entry)
+{
+    static const char *names[LEDGER_ENTRY_COUNT] = {
+        "aclrtMalloc", "aclrtMallocAlign32", "aclrtMallocCached",
+        "aclrtMallocWithCfg", "aclrtMallocPhysical", "aclrtMapMem",
+    };
+    return (unsigned)entry < LEDGER_ENTRY_COUNT ? names[entry] : "unknown";
+}
+
+const char *ledger_origin_name(enum ledger_origin origin)
+{
+    static const char *names[LEDGER_ORIGIN_COUNT] = {"pool", "fallback", "passthrough"};
+    return (unsigned)origin < LEDGER_ORIGIN_COUNT ? names[origin] : "unknown";
+}

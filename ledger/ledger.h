@@ -1,0 +1,150 @@
+/* ledger/ledger.h — the allocation ledger: every live device allocation with the stack that made it.
+ *
+ * Owns: two process-wide tables.
+ *   - The stack table (ledger/stack.c): interned call stacks.  A stack is captured with libunwind's
+ *     unw_backtrace (UNW_LOCAL_ONLY), hashed over its return addresses and stored once; its id
+ *     (1, 2, ...; 0 = no stack) never changes and its frames are never freed, so readers need no
+ *     lock.  Memory grows with the number of distinct call sites only.
+ *   - The live-record table (ledger/ledger.c): one 48-byte record per live allocation, keyed by
+ *     address, in LEDGER_SHARDS shards (shard = hash of the address), each with its own mutex, its
+ *     own open-addressing index of 32-bit record numbers and its own record slab.
+ *
+ * Contract:
+ *   - ledger_capture_stack() takes no npupool lock and must be called BEFORE the caller takes any
+ *     lock on the allocation path: unwinding may wait for the dynamic loader's lock, and a thread
+ *     inside dlopen() that holds the loader lock may itself be waiting for an npupool lock (a
+ *     library constructor that allocates).  Interning afterwards takes a mutex only for a stack
+ *     seen for the first time and never unwinds or calls the loader under it.
+ *   - Frees take no backtrace.  No function here calls the ACL runtime or allocates through it;
+ *     host memory comes from libc (malloc/calloc), counted in ledger_memory().
+ *   - libunwind is dlopen()ed RTLD_LOCAL at ledger_init(): Debian's libunwind.a is not PIC and
+ *     libunwind.so exports `backtrace` and the `_Unwind_*` family, which would interpose on the host
+ *     program's C++ exception handling if they entered the global scope.  A local handle keeps them
+ *     out of it (tests/cases/ledger_unwind_binding.sh checks this with LD_DEBUG=bindings).
+ *   - Thread-safe throughout.  Fork: call the three ledger_atfork_* handlers from pthread_atfork
+ *     (they lock every shard and the stack table around fork()).
+ *
+ * Host memory: at most 64 bytes per live allocation (48-byte record + a 4-byte index slot at a load
+ * factor of 0.35..0.7 + slab rounding), plus the interned stacks (16 + 8 * depth bytes each, plus
+ * a 4-byte hash slot).  tests/unit/test_ledger.c and bench/bench_ledger.c measure it.
+ */
+#ifndef NPUPOOL_LEDGER_H
+#define NPUPOOL_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum ledger_entry {
+    LEDGER_MALLOC,          /* aclrtMalloc */
+    LEDGER_MALLOC_ALIGN32,  /* aclrtMallocAlign32 */
+    LEDGER_MALLOC_CACHED,   /* aclrtMallocCached */
+    LEDGER_MALLOC_WITH_CFG, /* aclrtMallocWithCfg */
+    LEDGER_MALLOC_PHYSICAL, /* aclrtMallocPhysical (address = the handle) */
+    LEDGER_MAP_MEM,         /* aclrtMapMem (address = the virtual address mapped) */
+    LEDGER_ENTRY_COUNT
+};
+enum ledger_origin { LEDGER_FROM_POOL, LEDGER_FROM_FALLBACK, LEDGER_FROM_PASSTHROUGH, LEDGER_ORIGIN_COUNT };
+
+#define LEDGER_DEFAULT_DEPTH 16 /* frames kept per stack when NPUPOOL_BACKTRACE_DEPTH is unset */
+#define LEDGER_MAX_DEPTH 128    /* largest accepted depth */
+#define LEDGER_SHARDS 16        /* live-record table shards (power of two) */
+
+/* Once at start-up (idempotent; a second call only changes the depth).  depth 0 = capture off.
+ * Opens libunwind (dlopen of libunwind.so.8, RTLD_LOCAL) and unwinds once so that its caches and
+ * lazy bindings are warm before the first allocation.  When libunwind cannot be loaded, capture
+ * stays off and one `npupool:` line says so. */
+void ledger_init(int backtrace_depth);
+int ledger_backtrace_depth(void); /* depth in effect (0 = off) */
+
+/* Capture the caller's stack and intern it; returns its id, 0 when capture is off or failed.
+ * Frames are return addresses; leading frames inside the npupool shared object itself are dropped,
+ * then `skip` more (use it when npupool is linked statically, e.g. in unit tests), then at most
+ * `depth` frames are kept.  pre: the caller holds no npupool lock (see the contract above). */
+uint32_t ledger_capture_stack(int skip);
+/* Intern an explicit stack (tests, benchmarks, replays); same id for the same frames. */
+uint32_t ledger_intern_stack(const uintptr_t *frames, int depth);
+/* Frames of stack `id`: returns the depth and sets *frames (stable for the process lifetime);
+ * 0 for id 0 or an unknown id. */
+int ledger_stack_frames(uint32_t id, const uintptr_t **frames);
+uint32_t ledger_stack_count(void); /* distinct stacks interned so far */
+
+/* Record a live allocation.  granted >= requested; device >= 0.  When `addr` is already recorded
+ * (the runtime reused an address whose free npupool never saw) the old record is replaced. */
+void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
+                         enum ledger_entry entry, enum ledger_origin origin, uint32_t stack_id);
+/* Forget a live allocation: 1 if it was recorded, 0 if unknown.  Call it before the memory is
+ * handed back, so the address cannot be handed out and recorded again in between. */
+int ledger_record_free(uintptr_t addr);
+/* Forget every record of `device` (aclrtResetDevice released its memory). */
+void ledger_drop_device(int device);
+/* Forget every record (tests). */
+void ledger_clear(void);
+/* Number of live records of `device`, or of all devices for -1. */
+size_t ledger_live_count(int device);
+
+/* One live record as stored (for tests and tools). */
+typedef struct ledger_record {
+    uintptr_t addr;         /* device address (handle for LEDGER_MALLOC_PHYSICAL) */
+    int device;             /* device id */
+    size_t requested;       /* bytes the application asked for */
+    size_t granted;         /* bytes that belong to the block */
+    int size_class;         /* pool_bucket_of(granted) */
+    uint64_t seq;           /* allocation sequence number, 1-based, process-wide */
+    uint32_t tid;           /* kernel thread id of the allocating thread */
+    uint64_t time_ns;       /* CLOCK_MONOTONIC_COARSE at allocation, nanoseconds */
+    uint32_t stack_id;      /* interned stack, 0 = none */
+    enum ledger_entry entry;   /* entry point */
+    enum ledger_origin origin; /* who served it */
+} ledger_record_t;
+int ledger_lookup(uintptr_t addr, ledger_record_t *out); /* 1 found, 0 not */
+
+/* Live allocations grouped by (device, stack): what a report lists under "leaks". */
+typedef struct ledger_site {
+    int device;                           /* device id */
+    uint32_t stack_id;                    /* interned stack, 0 = none */
+    uint64_t count;                       /* live allocations */
+    uint64_t requested_bytes;             /* sum of requested sizes */
+    uint64_t granted_bytes;               /* sum of granted sizes */
+    uint64_t oldest_time_ns;              /* allocation time of the oldest, CLOCK_MONOTONIC_COARSE */
+    uint64_t oldest_seq;                  /* its sequence number */
+    uint64_t by_origin[LEDGER_ORIGIN_COUNT]; /* count per enum ledger_origin */
+    uint8_t entry;                        /* enum ledger_entry of the oldest */
+} ledger_site_t;
+/* Group every live record (each shard locked in turn, briefly).  *out is malloc'ed (free() it);
+ * returns the number of sites, or (size_t)-1 when host memory ran out. */
+size_t ledger_collect_sites(ledger_site_t **out);
+
+/* Host memory the ledger holds. */
+typedef struct ledger_memory {
+    size_t live_records;   /* live allocations recorded */
+    size_t record_bytes;   /* record slabs + index tables + shard headers */
+    size_t stacks;         /* interned stacks */
+    size_t stack_bytes;    /* stack arena + stack hash tables + directory */
+    uint64_t stacks_dropped; /* captures that could not be interned (out of memory or ids) */
+} ledger_memory_t;
+void ledger_memory(ledger_memory_t *out);
+
+/* Current monotonic time as the ledger stamps records (CLOCK_MONOTONIC_COARSE, ns). */
+uint64_t ledger_now_ns(void);
+
+/* Consistency checker: index <-> records <-> free lists of every shard, live counts, stack table.
+ * Returns the number of violations; the first is described in why (if non-NULL). */
+int ledger_check(char *why, size_t why_len);
+
+/* pthread_atfork handlers: prepare locks every shard and the stack table, parent unlocks them,
+ * child re-initialises the locks (the child keeps the parent's records: its memory is a copy). */
+void ledger_atfork_prepare(void);
+void ledger_atfork_parent(void);
+void ledger_atfork_child(void);
+
+const char *ledger_entry_name(enum ledger_entry entry);   /* "aclrtMalloc", ... */
+const char *ledger_origin_name(enum ledger_origin origin); /* "pool", "fallback", "passthrough" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NPUPOOL_LEDGER_H */

@@ -1,0 +1,714 @@
+/* ledger/report_json.c — building one "npupool-report/1" document (docs/report.md).
+ *
+ * Owns: the document's layout and the pool figures.  Pool figures of a device come from ONE
+ * pool_walk (one hold of the pool lock): allocated, free, largest free, free blocks, live blocks,
+ * the buckets and the free map are all computed from the same walk, so allocated + free +
+ * overhead = reserved, fragmentation = 1 - largest_free / free and largest_free = the largest
+ * free-map entry hold exactly.  reserved, requested, peak and the pool's own counters come from a
+ * pool_get_stats taken right after; when the pool's alloc/free counters did not move between a
+ * stats call before and after the walk (retried a few times), requested_bytes belongs to the same
+ * instant too ("snapshot_consistent": true).
+ * The free map is capped at NPUPOOL_REPORT_FREE_MAP entries: the largest blocks are kept (so the
+ * largest free block is always listed), in address order; the rest is counted.
+ *
+ * Frames arrays are written as JSON text (escaped here) and embedded as raw cJSON items: they are
+ * the bulk of a large report and this keeps the document to a few cJSON items per site.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "report_internal.h"
+#include "shim_counters.h"
+#include "symbolize.h"
+
+/* The shim's per-device counters, in report order. */
+#define REPORT_COUNTERS(X)                                                                   \
+    X(allocs) X(frees) X(fallback_allocs) X(fallback_frees) X(fallback_bytes)               \
+    X(passthrough_allocs) X(ooms) X(invalid_frees) X(forwarded_frees) X(real_allocs)        \
+    X(real_frees) X(pool_reservations) X(reservation_failures)
+
+static const char *trigger_names[REPORT_TRIGGER_COUNT] = {
+    "exit", "finalize", "signal", "interval", "oom", "reset", "threshold",
+};
+
+const char *report_trigger_name(enum report_trigger trigger)
+{
+    return (unsigned)trigger < REPORT_TRIGGER_COUNT ? trigger_names[trigger] : "unknown";
+}
+
+LEDGER_HIDDEN void report_iso_time(double epoch_s, char *buf, size_t len)
+{
+    time_t t = (time_t)epoch_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    int ms = (int)((epoch_s - (double)t) * 1000.0);
+    if (ms < 0) ms = 0;
+    if (ms > 999) ms = 999;
+    char head[32];
+    strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, len, "%s.%03dZ", head, ms);
+}
+
+/* cJSON helpers: NULL-safe adds that count failures. */
+typedef struct jb {
+    int oom; /* 1 once any cJSON allocation failed */
+} jb_t;
+
+static cJSON *add(jb_t *b, cJSON *obj, const char *name, cJSON *item)
+{
+    if (!item) {
+        b->oom = 1;
+        return NULL;
+    }
+    if (obj && !cJSON_AddItemToObject(obj, name, item)) {
+        cJSON_Delete(item);
+        b->oom = 1;
+        return NULL;
+    }
+    return item;
+}
+static void push(jb_t *b, cJSON *arr, cJSON *item)
+{
+    if (!item || !cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        b->oom = 1;
+    }
+}
+static void num(jb_t *b, cJSON *o, const char *n, double v) { add(b, o, n, cJSON_CreateNumber(v)); }
+static void str(jb_t *b, cJSON *o, const char *n, const char *v)
+{
+    add(b, o, n, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+static void ref(jb_t *b, cJSON *o, const char *n, const char *v)
+{
+    add(b, o, n, v ? cJSON_CreateStringReference(v) : cJSON_CreateNull());
+}
+
+/* ---- process ----------------------------------------------------------------------------------- */
+
+static int rank_of_process(void)
+{
+    const char *v = getenv("RANK");
+    if (!v || !*v) v = getenv("LOCAL_RANK");
+    if (!v || !*v) return 0;
+    char *end;
+    long r = strtol(v, &end, 10);
+    return *end || r < 0 || r > 1000000 ? 0 : (int)r;
+}
+
+static cJSON *build_process(jb_t *b, const report_input_t *in)
+{
+    cJSON *p = cJSON_CreateObject();
+    if (!p) return NULL;
+    num(b, p, "pid", (double)getpid());
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    str(b, p, "exe", exe);
+    cJSON *argv = add(b, p, "cmdline", cJSON_CreateArray());
+    FILE *f = fopen("/proc/self/cmdline", "re");
+    if (f && argv) {
+        char buf[8192];
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        buf[len] = 0;
+        for (size_t i = 0; i < len; i += strlen(buf + i) + 1) push(b, argv, cJSON_CreateString(buf + i));
+    }
+    if (f) fclose(f);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    host[sizeof host - 1] = 0;
+    str(b, p, "hostname", host);
+    num(b, p, "rank", rank_of_process());
+    char t[64];
+    report_iso_time(in->start_wall_s, t, sizeof t);
+    str(b, p, "start_time", t);
+    report_iso_time(in->now_wall_s, t, sizeof t);
+    str(b, p, "dump_time", t);
+    num(b, p, "uptime_s", in->now_wall_s - in->start_wall_s);
+    return p;
+}
+
+/* ---- config ------------------------------------------------------------------------------------ */
+
+typedef struct opt_ctx {
+    jb_t *b;
+    cJSON *obj;
+} opt_ctx_t;
+
+static void option_cb(void *ctx, const char *name, const char *value)
+{
+    opt_ctx_t *c = ctx;
+    if (!name || cJSON_GetObjectItemCaseSensitive(c->obj, name)) return;
+    str(c->b, c->obj, name, value ? value : "");
+}
+
+static cJSON *build_config(jb_t *b, const report_input_t *in)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    opt_ctx_t c = {b, o};
+    if (in->src && in->src->for_each_option) in->src->for_each_option(in->src->ctx, option_cb, &c);
+    /* The report's own options, when the source's table does not list them (yet). */
+    const report_config_t *cfg = in->cfg;
+    char v[64];
+    option_cb(&c, "NPUPOOL_REPORT", cfg->pattern);
+    snprintf(v, sizeof v, "%d", cfg->signal);
+    option_cb(&c, "NPUPOOL_REPORT_SIGNAL", v);
+    snprintf(v, sizeof v, "%g", cfg->interval_s);
+    option_cb(&c, "NPUPOOL_REPORT_INTERVAL", v);
+    snprintf(v, sizeof v, "%d", cfg->backtrace_depth);
+    option_cb(&c, "NPUPOOL_BACKTRACE_DEPTH", v);
+    snprintf(v, sizeof v, "%g", cfg->warn_ratio);
+    option_cb(&c, "NPUPOOL_WARN_RATIO", v);
+    snprintf(v, sizeof v, "%g", cfg->critical_ratio);
+    option_cb(&c, "NPUPOOL_CRITICAL_RATIO", v);
+    snprintf(v, sizeof v, "%ld", cfg->free_map_max);
+    option_cb(&c, "NPUPOOL_REPORT_FREE_MAP", v);
+    snprintf(v, sizeof v, "%ld", cfg->live_map_max);
+    option_cb(&c, "NPUPOOL_REPORT_LIVE_MAP", v);
+    snprintf(v, sizeof v, "%d", cfg->symbols);
+    option_cb(&c, "NPUPOOL_REPORT_SYMBOLS", v);
+    snprintf(v, sizeof v, "%ld", cfg->oom_max);
+    option_cb(&c, "NPUPOOL_REPORT_OOM_MAX", v);
+    return o;
+}
+
+/* ---- pool figures ------------------------------------------------------------------------------ */
+
+typedef struct free_ent {
+    uintptr_t addr; /* block start */
+    size_t size;    /* block bytes */
+} free_ent_t;
+
+typedef struct walk_acc {
+    size_t allocated;        /* sum of granted bytes of live blocks */
+    size_t free_bytes;       /* sum of free block sizes */
+    size_t largest;          /* largest free block */
+    uint64_t free_blocks;    /* free blocks */
+    uint64_t live_blocks;    /* live blocks */
+    pool_bucket_stats_t buckets[POOL_NBUCKETS];
+    free_ent_t *heap;        /* min-heap by size of the largest free blocks seen */
+    size_t nheap, capheap;   /* used / capacity (= the free-map cap) */
+    uint64_t omitted;        /* free blocks left out of the heap */
+    size_t omitted_bytes;    /* their bytes */
+    free_ent_t *lheap;       /* the same for live blocks (the live map) */
+    size_t nlheap, caplheap;
+    uint64_t lomitted;       /* live blocks left out */
+    size_t lomitted_bytes;   /* their bytes */
+} walk_acc_t;
+
+static int ent_less(const free_ent_t *a, const free_ent_t *b)
+{
+    return a->size < b->size || (a->size == b->size && a->addr > b->addr);
+}
+
+static void heap_sift_down(free_ent_t *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && ent_less(&h[l], &h[m])) m = l;
+        if (r < n && ent_less(&h[r], &h[m])) m = r;
+        if (m == i) return;
+        free_ent_t t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Keep the `cap` largest entries in a min-heap; count what falls out. */
+static void heap_push(free_ent_t *heap, size_t *n, size_t cap, uint64_t *omitted, size_t *omitted_bytes,
+                      uintptr_t addr, size_t size)
+{
+    free_ent_t e = {addr, size};
+    if (*n < cap) {
+        size_t i = (*n)++;
+        heap[i] = e;
+        while (i > 0 && ent_less(&heap[i], &heap[(i - 1) / 2])) {
+            free_ent_t t = heap[i];
+            heap[i] = heap[(i - 1) / 2];
+            heap[(i - 1) / 2] = t;
+            i = (i - 1) / 2;
+        }
+        return;
+    }
+    (*omitted)++;
+    if (cap && ent_less(&heap[0], &e)) {
+        *omitted_bytes += heap[0].size;
+        heap[0] = e;
+        heap_sift_down(heap, *n, 0);
+    } else {
+        *omitted_bytes += size;
+    }
+}
+
+/* Runs under the pool lock: no allocation, no calls out. */
+static int walk_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+{
+    walk_acc_t *a = ctx;
+    int k = pool_bucket_of(size);
+    if (is_free) {
+        a->free_bytes += size;
+        a->free_blocks++;
+        if (size > a->largest) a->largest = size;
+        a->buckets[k].free_blocks++;
+        a->buckets[k].free_bytes += size;
+        heap_push(a->heap, &a->nheap, a->capheap, &a->omitted, &a->omitted_bytes, addr, size);
+    } else {
+        heap_push(a->lheap, &a->nlheap, a->caplheap, &a->lomitted, &a->lomitted_bytes, addr, size);
+        a->allocated += size;
+        a->live_blocks++;
+        a->buckets[k].live_blocks++;
+        a->buckets[k].live_bytes += size;
+    }
+    return 0;
+}
+
+static int ent_by_addr(const void *x, const void *y)
+{
+    const free_ent_t *a = x, *b = y;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+typedef struct site_key {
+    int device;        /* device id */
+    uint32_t stack_id; /* stack */
+    size_t index;      /* position in "leaks" */
+} site_key_t;
+
+static int site_key_cmp(const void *x, const void *y)
+{
+    const site_key_t *a = x, *b = y;
+    if (a->device != b->device) return a->device < b->device ? -1 : 1;
+    return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
+}
+
+static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const report_input_t *in,
+                       const site_key_t *keys)
+{
+    const report_config_t *cfg = in->cfg;
+    walk_acc_t a;
+    pool_stats_t before, after;
+    size_t cap = cfg->free_map_max > 0 ? (size_t)cfg->free_map_max : 0;
+    size_t lcap = cfg->live_map_max > 0 ? (size_t)cfg->live_map_max : 0;
+    free_ent_t *heap = cap ? malloc(cap * sizeof *heap) : NULL;
+    free_ent_t *lheap = lcap ? malloc(lcap * sizeof *lheap) : NULL;
+    if (cap && !heap) cap = 0;
+    if (lcap && !lheap) lcap = 0;
+    int consistent = 0;
+    for (int attempt = 0; attempt < 4 && !consistent; attempt++) {
+        memset(&a, 0, sizeof a);
+        a.heap = heap;
+        a.capheap = cap;
+        a.lheap = lheap;
+        a.caplheap = lcap;
+        pool_get_stats(pool, &before);
+        pool_walk(pool, walk_cb, &a);
+        pool_get_stats(pool, &after);
+        consistent = before.allocs == after.allocs && before.frees == after.frees;
+    }
+    size_t overhead = after.reserved_bytes - a.allocated - a.free_bytes;
+    cJSON *p = add(b, dev, "pool", cJSON_CreateObject());
+    if (p) {
+        char base[32];
+        snprintf(base, sizeof base, "0x%lx", (unsigned long)after.base);
+        str(b, p, "base", base);
+        num(b, p, "reserved_bytes", (double)after.reserved_bytes);
+        num(b, p, "allocated_bytes", (double)a.allocated);
+        num(b, p, "requested_bytes", (double)after.requested_bytes);
+        num(b, p, "peak_allocated_bytes",
+            (double)(after.peak_allocated_bytes > a.allocated ? after.peak_allocated_bytes : a.allocated));
+        num(b, p, "free_bytes", (double)a.free_bytes);
+        num(b, p, "largest_free_bytes", (double)a.largest);
+        num(b, p, "fragmentation", a.free_bytes ? 1.0 - (double)a.largest / (double)a.free_bytes : 0.0);
+        num(b, p, "free_blocks", (double)a.free_blocks);
+        num(b, p, "live_blocks", (double)a.live_blocks);
+        num(b, p, "overhead_bytes", (double)overhead);
+        num(b, p, "usage_ratio", after.reserved_bytes ? (double)a.allocated / (double)after.reserved_bytes : 0.0);
+        num(b, p, "pool_allocs", (double)after.allocs);
+        num(b, p, "pool_frees", (double)after.frees);
+        num(b, p, "failed_allocs", (double)after.failed_allocs);
+        num(b, p, "invalid_frees", (double)after.invalid_frees);
+        add(b, p, "snapshot_consistent", cJSON_CreateBool(consistent));
+    }
+    cJSON *bk = add(b, dev, "buckets", cJSON_CreateArray());
+    for (int k = 0; bk && k < POOL_NBUCKETS; k++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e) {
+            b->oom = 1;
+            break;
+        }
+        num(b, e, "min_bytes", k == 0 ? 0.0 : (double)pool_bucket_limit[k - 1] + 1);
+        if (k < POOL_NBUCKETS - 1)
+            num(b, e, "max_bytes", (double)pool_bucket_limit[k]);
+        else
+            add(b, e, "max_bytes", cJSON_CreateNull());
+        num(b, e, "live_blocks", (double)a.buckets[k].live_blocks);
+        num(b, e, "live_bytes", (double)a.buckets[k].live_bytes);
+        num(b, e, "free_blocks", (double)a.buckets[k].free_blocks);
+        num(b, e, "free_bytes", (double)a.buckets[k].free_bytes);
+        push(b, bk, e);
+    }
+    if (a.nheap > 1) qsort(a.heap, a.nheap, sizeof *a.heap, ent_by_addr);
+    cJSON *fm = add(b, dev, "free_map", cJSON_CreateArray());
+    for (size_t i = 0; fm && i < a.nheap; i++) {
+        cJSON *pair = cJSON_CreateArray();
+        if (pair) {
+            push(b, pair, cJSON_CreateNumber((double)(a.heap[i].addr - after.base)));
+            push(b, pair, cJSON_CreateNumber((double)a.heap[i].size));
+        }
+        push(b, fm, pair);
+    }
+    num(b, dev, "free_map_omitted", (double)a.omitted);
+    num(b, dev, "free_map_omitted_bytes", (double)a.omitted_bytes);
+    /* Live map: [offset, size, index of its site in "leaks"] (site omitted when unknown, e.g. a
+     * block freed between the walk and the lookup). */
+    if (a.nlheap > 1) qsort(a.lheap, a.nlheap, sizeof *a.lheap, ent_by_addr);
+    cJSON *lm = add(b, dev, "live_map", cJSON_CreateArray());
+    for (size_t i = 0; lm && i < a.nlheap; i++) {
+        cJSON *e = cJSON_CreateArray();
+        if (e) {
+            push(b, e, cJSON_CreateNumber((double)(a.lheap[i].addr - after.base)));
+            push(b, e, cJSON_CreateNumber((double)a.lheap[i].size));
+            ledger_record_t r;
+            if (keys && ledger_lookup(a.lheap[i].addr, &r) && r.device == device) {
+                site_key_t k = {device, r.stack_id, 0};
+                const site_key_t *hit = bsearch(&k, keys, in->nsites, sizeof k, site_key_cmp);
+                if (hit) push(b, e, cJSON_CreateNumber((double)hit->index));
+            }
+        }
+        push(b, lm, e);
+    }
+    num(b, dev, "live_map_omitted", (double)a.lomitted);
+    num(b, dev, "live_map_omitted_bytes", (double)a.lomitted_bytes);
+    free(heap);
+    free(lheap);
+}
+
+/* ---- devices ----------------------------------------------------------------------------------- */
+
+typedef struct dev_ctx {
+    jb_t *b;
+    cJSON *arr;                  /* "devices" */
+    const report_input_t *in;
+    const site_key_t *keys;      /* sites sorted by (device, stack) with their "leaks" index */
+    uint64_t seen[4];            /* bitmap of devices 0..255 already listed */
+} dev_ctx_t;
+
+static void live_figures(jb_t *b, cJSON *dev, const report_input_t *in, int device)
+{
+    uint64_t count = 0, bytes = 0, granted = 0;
+    for (size_t i = 0; i < in->nsites; i++) {
+        if (in->sites[i].device != device) continue;
+        count += in->sites[i].count;
+        bytes += in->sites[i].requested_bytes;
+        granted += in->sites[i].granted_bytes;
+    }
+    num(b, dev, "live_allocations", (double)count);
+    num(b, dev, "live_bytes", (double)bytes);
+    num(b, dev, "live_granted_bytes", (double)granted);
+}
+
+static void device_cb(void *ctx, int device, pool_t *pool, const struct shim_counters *counters)
+{
+    dev_ctx_t *c = ctx;
+    jb_t *b = c->b;
+    if (device >= 0 && device < 256) {
+        if (c->seen[device / 64] & (1ull << (device % 64))) return;
+        c->seen[device / 64] |= 1ull << (device % 64);
+    }
+    cJSON *d = cJSON_CreateObject();
+    if (!d) {
+        b->oom = 1;
+        return;
+    }
+    num(b, d, "device", device);
+    if (pool) {
+        build_pool(b, d, device, pool, c->in, c->keys);
+    } else {
+        add(b, d, "pool", cJSON_CreateNull());
+        add(b, d, "buckets", cJSON_CreateArray());
+        add(b, d, "free_map", cJSON_CreateArray());
+        num(b, d, "free_map_omitted", 0);
+        num(b, d, "free_map_omitted_bytes", 0);
+        add(b, d, "live_map", cJSON_CreateArray());
+        num(b, d, "live_map_omitted", 0);
+        num(b, d, "live_map_omitted_bytes", 0);
+    }
+    cJSON *cn = add(b, d, "counters", cJSON_CreateObject());
+    if (cn && counters) {
+#define COUNTER(f) num(b, cn, #f, (double)__atomic_load_n(&counters->f, __ATOMIC_RELAXED));
+        REPORT_COUNTERS(COUNTER)
+#undef COUNTER
+    }
+    live_figures(b, d, c->in, device);
+    push(b, c->arr, d);
+}
+
+static cJSON *build_devices(jb_t *b, const report_input_t *in)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr) return NULL;
+    site_key_t *keys = in->nsites ? malloc(in->nsites * sizeof *keys) : NULL;
+    for (size_t i = 0; keys && i < in->nsites; i++)
+        keys[i] = (site_key_t){in->sites[i].device, in->sites[i].stack_id, i};
+    if (keys && in->nsites > 1) qsort(keys, in->nsites, sizeof *keys, site_key_cmp);
+    dev_ctx_t c = {b, arr, in, keys, {0}};
+    if (in->src && in->src->for_each_device) in->src->for_each_device(in->src->ctx, device_cb, &c);
+    /* Devices with live records the source did not list (no pool, e.g. after a reset). */
+    for (size_t i = 0; i < in->nsites; i++) {
+        int d = in->sites[i].device;
+        if (d >= 0 && d < 256 && !(c.seen[d / 64] & (1ull << (d % 64)))) device_cb(&c, d, NULL, NULL);
+    }
+    free(keys);
+    return arr;
+}
+
+/* ---- stacks ------------------------------------------------------------------------------------ */
+
+/* A growable text buffer for the frames arrays. */
+typedef struct tbuf {
+    char *p;       /* text, NUL-terminated */
+    size_t n;      /* length */
+    size_t cap;    /* allocated */
+    int oom;       /* 1 once an allocation failed */
+} tbuf_t;
+
+static void tb_put(tbuf_t *t, const char *s, size_t len)
+{
+    if (t->oom) return;
+    if (t->n + len + 1 > t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 4096;
+        while (ncap < t->n + len + 1) ncap *= 2;
+        char *np = realloc(t->p, ncap);
+        if (!np) {
+            t->oom = 1;
+            return;
+        }
+        t->p = np;
+        t->cap = ncap;
+    }
+    memcpy(t->p + t->n, s, len);
+    t->n += len;
+    t->p[t->n] = 0;
+}
+
+static void tb_str(tbuf_t *t, const char *s) { tb_put(t, s, strlen(s)); }
+
+/* A JSON string literal (or null). */
+static void tb_json_string(tbuf_t *t, const char *s)
+{
+    if (!s) {
+        tb_put(t, "null", 4);
+        return;
+    }
+    tb_put(t, "\"", 1);
+    const char *run = s;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if (*c >= 0x20 && *c != '"' && *c != '\\') continue;
+        tb_put(t, run, (size_t)((const char *)c - run));
+        char esc[8];
+        switch (*c) {
+        case '"': tb_put(t, "\\\"", 2); break;
+        case '\\': tb_put(t, "\\\\", 2); break;
+        case '\n': tb_put(t, "\\n", 2); break;
+        case '\t': tb_put(t, "\\t", 2); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04x", *c);
+            tb_put(t, esc, 6);
+            break;
+        }
+        run = (const char *)c + 1;
+    }
+    tb_str(t, run);
+    tb_put(t, "\"", 1);
+}
+
+/* The "frames" array of a stack as JSON text, one frame object per line.  Frames are the bulk of
+ * a large report (10,000 stacks x 16 frames); writing them as text and embedding them as raw cJSON
+ * items keeps the document to a few items per site (time and host memory of the report). */
+static cJSON *build_frames(jb_t *b, symbolizer_t *sym, uint32_t stack_id, tbuf_t *t)
+{
+    const uintptr_t *pcs;
+    int depth = ledger_stack_frames(stack_id, &pcs);
+    t->n = 0;
+    t->oom = 0;
+    tb_put(t, "[", 1);
+    for (int i = 0; i < depth; i++) {
+        sym_frame_t f;
+        if (sym) {
+            sym_lookup(sym, pcs[i], &f);
+        } else {
+            memset(&f, 0, sizeof f);
+            f.pc = pcs[i];
+            f.offset = pcs[i] - 1;
+        }
+        char num[64];
+        tb_str(t, i ? ",\n{\"function\": " : "\n{\"function\": ");
+        tb_json_string(t, f.function);
+        tb_str(t, ", \"module\": ");
+        tb_json_string(t, f.module);
+        snprintf(num, sizeof num, ", \"offset\": %lu, \"file\": ", (unsigned long)f.offset);
+        tb_str(t, num);
+        tb_json_string(t, f.file);
+        if (f.line > 0)
+            snprintf(num, sizeof num, ", \"line\": %d, \"build_id\": ", f.line);
+        else
+            snprintf(num, sizeof num, ", \"line\": null, \"build_id\": ");
+        tb_str(t, num);
+        tb_json_string(t, f.build_id);
+        snprintf(num, sizeof num, ", \"address\": \"0x%lx\"}", (unsigned long)f.pc);
+        tb_str(t, num);
+    }
+    tb_put(t, "]", 1);
+    if (t->oom) {
+        b->oom = 1;
+        return NULL;
+    }
+    return cJSON_CreateRaw(t->p);
+}
+
+static int base_cmp(const void *k, const void *e)
+{
+    const report_baseline_entry_t *a = k, *b = e;
+    if (a->device != b->device) return a->device < b->device ? -1 : 1;
+    return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
+}
+
+static const report_baseline_entry_t *baseline_find(const report_input_t *in, int device, uint32_t stack)
+{
+    report_baseline_entry_t key = {device, stack, 0, 0};
+    return in->nbase ? bsearch(&key, in->base, in->nbase, sizeof key, base_cmp) : NULL;
+}
+
+static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, tbuf_t *t)
+{
+    cJSON *arr = cJSON_CreateArray();
+    if (!arr) return NULL;
+    for (size_t i = 0; i < in->nsites && !b->oom; i++) {
+        const ledger_site_t *s = &in->sites[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o) {
+            b->oom = 1;
+            break;
+        }
+        num(b, o, "device", s->device);
+        num(b, o, "count", (double)s->count);
+        num(b, o, "bytes", (double)s->requested_bytes);
+        num(b, o, "granted_bytes", (double)s->granted_bytes);
+        double age = in->now_mono_ns > s->oldest_time_ns ? (double)(in->now_mono_ns - s->oldest_time_ns) * 1e-9 : 0.0;
+        num(b, o, "oldest_age_s", age);
+        num(b, o, "stack_id", s->stack_id);
+        ref(b, o, "entry_point", ledger_entry_name((enum ledger_entry)s->entry));
+        cJSON *orig = add(b, o, "origins", cJSON_CreateObject());
+        for (int k = 0; orig && k < LEDGER_ORIGIN_COUNT; k++)
+            num(b, orig, ledger_origin_name((enum ledger_origin)k), (double)s->by_origin[k]);
+        const report_baseline_entry_t *prev = baseline_find(in, s->device, s->stack_id);
+        cJSON *g = add(b, o, "growth", cJSON_CreateObject());
+        if (g) {
+            num(b, g, "count", (double)s->count - (prev ? (double)prev->count : 0.0));
+            num(b, g, "bytes", (double)s->requested_bytes - (prev ? (double)prev->bytes : 0.0));
+        }
+        add(b, o, "frames", build_frames(b, sym, s->stack_id, t));
+        push(b, arr, o);
+    }
+    return arr;
+}
+
+/* ---- the sections of special triggers ---------------------------------------------------------- */
+
+static cJSON *build_oom(jb_t *b, const report_input_t *in, symbolizer_t *sym, tbuf_t *t)
+{
+    const report_oom_info_t *o = in->oom;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    size_t need = o->granted_bytes > o->requested_bytes ? o->granted_bytes : o->requested_bytes;
+    num(b, j, "requested_bytes", (double)o->requested_bytes);
+    num(b, j, "granted_bytes", (double)need);
+    num(b, j, "device", o->device);
+    str(b, j, "entry_point", o->entry_point ? o->entry_point : "unknown");
+    num(b, j, "free_bytes", (double)o->free_bytes);
+    num(b, j, "largest_free_bytes", (double)o->largest_free_bytes);
+    char reason[256], f1[32], f2[32], f3[32];
+    ledger_human_bytes((double)o->free_bytes, f1, sizeof f1);
+    ledger_human_bytes((double)o->largest_free_bytes, f2, sizeof f2);
+    ledger_human_bytes((double)o->requested_bytes, f3, sizeof f3);
+    if (o->free_bytes >= need && o->largest_free_bytes < need)
+        snprintf(reason, sizeof reason, "fragmentation: %s free, largest block %s, %s requested", f1, f2, f3);
+    else
+        snprintf(reason, sizeof reason, "exhausted: %s free, %s requested", f1, f3);
+    str(b, j, "reason", reason);
+    num(b, j, "stack_id", o->stack_id);
+    num(b, j, "reports_suppressed", (double)in->oom_suppressed);
+    add(b, j, "frames", build_frames(b, sym, o->stack_id, t));
+    return j;
+}
+
+static cJSON *build_threshold(jb_t *b, const report_threshold_info_t *t)
+{
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    num(b, j, "device", t->device);
+    str(b, j, "level", t->level >= 2 ? "critical" : "warning");
+    num(b, j, "usage_ratio", t->usage_ratio);
+    num(b, j, "threshold_ratio", t->threshold_ratio);
+    num(b, j, "allocated_bytes", (double)t->allocated_bytes);
+    num(b, j, "reserved_bytes", (double)t->reserved_bytes);
+    num(b, j, "growth_bytes_per_s", t->growth_bytes_per_s > 0 ? t->growth_bytes_per_s : 0.0);
+    if (t->predicted_oom_s >= 0)
+        num(b, j, "predicted_oom_s", t->predicted_oom_s);
+    else
+        add(b, j, "predicted_oom_s", cJSON_CreateNull());
+    return j;
+}
+
+static cJSON *build_ledger(jb_t *b, const report_input_t *in)
+{
+    ledger_memory_t m;
+    ledger_memory(&m);
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    num(b, j, "live_allocations", (double)m.live_records);
+    num(b, j, "host_bytes", (double)m.record_bytes);
+    num(b, j, "stacks", (double)m.stacks);
+    num(b, j, "stack_bytes", (double)m.stack_bytes);
+    num(b, j, "stacks_dropped", (double)m.stacks_dropped);
+    num(b, j, "backtrace_depth", in->cfg->backtrace_depth);
+    num(b, j, "reports_written", (double)in->stats->written);
+    num(b, j, "reports_failed", (double)in->stats->failed);
+    return j;
+}
+
+LEDGER_HIDDEN cJSON *report_build(const report_input_t *in, struct symbolizer **sym_out)
+{
+    *sym_out = NULL;
+    jb_t b = {0};
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc) return NULL;
+    symbolizer_t *sym = sym_open(in->cfg->symbols);
+    str(&b, doc, "schema", REPORT_SCHEMA);
+    str(&b, doc, "trigger", report_trigger_name(in->trigger));
+    num(&b, doc, "trigger_device", in->device);
+    num(&b, doc, "sequence", (double)in->seq);
+    add(&b, doc, "process", build_process(&b, in));
+    add(&b, doc, "config", build_config(&b, in));
+    add(&b, doc, "ledger", build_ledger(&b, in));
+    add(&b, doc, "devices", build_devices(&b, in));
+    tbuf_t t = {0};
+    add(&b, doc, "leaks", build_leaks(&b, in, sym, &t));
+    if (in->trigger == REPORT_OOM && in->oom) add(&b, doc, "oom", build_oom(&b, in, sym, &t));
+    free(t.p);
+    if (in->trigger == REPORT_THRESHOLD && in->threshold)
+        add(&b, doc, "threshold", build_threshold(&b, in->threshold));
+    if (b.oom) {
+        cJSON_Delete(doc);
+        sym_close(sym);
+        return NULL;
+    }
+    *sym_out = sym; /* its strings are referenced by the document: closed after printing */
+    return doc;
+}

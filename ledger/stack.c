@@ -1,0 +1,398 @@
+/* ledger/stack.c — stack capture and interning.
+ *
+ * Owns: the libunwind handle, the capture path, and the stack table (see ledger.h).
+ *
+ * Capture: unw_backtrace() of libunwind.so.8, opened with dlopen(RTLD_LOCAL) once at ledger_init()
+ * so that its `backtrace` and `_Unwind_*` never enter the global scope (they would take over the
+ * host program's C++ exceptions).  Leading frames inside the npupool shared object (its PT_LOAD
+ * range, found once at init) are dropped, then `skip` more.
+ * ThreadSanitizer builds only: unw_backtrace's per-thread trace cache is freed by a thread-specific
+ * destructor that takes a mutex after TSan has torn the exiting thread down (Debian's libunwind
+ * 1.6.2 crashes every thread that unwound), so those builds walk the stack with
+ * unw_getcontext/unw_init_local/unw_step instead (no per-thread cache; slower, same frames).
+ *
+ * Interning: a stack is {hash, depth, id, frames[]} in an append-only arena.  The directory maps
+ * an id to its stack: DIR_CHUNKS chunks of DIR_CHUNK atomic pointers, allocated on demand and never
+ * moved or freed.  The hash table is open addressing over 32-bit ids (linear probing, load <= 1/2),
+ * published through one atomic pointer.  Lookups are lock-free: acquire-load the table, acquire-load
+ * each slot, acquire-load the directory entry; a writer fills the stack, publishes it in the
+ * directory (release), then stores the slot (release).  Inserting takes `stack_lock`, re-checks the
+ * current table, inserts, and grows the table by doubling (the old table is kept on a retired list
+ * and never freed, because a lock-free reader may still be probing it; the retired tables add up to
+ * less than the current one).  A reader that probed a retired table and missed falls into the
+ * locked path, which finds the stack in the current table: an id is never issued twice for the same
+ * frames.
+ *
+ * Locking: stack_lock guards the arena, the id counter, the directory chunk allocation and table
+ * growth.  Nothing under it unwinds or calls the dynamic loader.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ledger.h"
+#include "ledger_internal.h"
+#include "log.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define LEDGER_STEP_UNWIND 1
+#define UNW_LOCAL_ONLY
+#include <libunwind.h> /* types only: the functions are looked up in the dlopen()ed library */
+#endif
+
+#define DIR_CHUNK 1024u            /* stack pointers per directory chunk */
+#define DIR_CHUNKS 16384u          /* directory chunks: at most 16M distinct stacks */
+#define ARENA_CHUNK (64u << 10)    /* bytes per arena chunk */
+#define ITAB_MIN 1024u             /* initial hash table slots */
+#define SELF_SLACK 6               /* extra frames captured to cover npupool's own */
+
+typedef struct stack_rec {
+    uint64_t hash;       /* hash of depth and frames */
+    uint32_t depth;      /* number of frames */
+    uint32_t id;         /* this stack's id */
+    uintptr_t frames[];  /* return addresses, innermost first */
+} stack_rec_t;
+
+typedef struct itab {
+    struct itab *retired_next; /* older tables (kept for lock-free readers) */
+    uint32_t mask;             /* slots - 1 */
+    _Atomic uint32_t slot[];   /* stack id, 0 = empty */
+} itab_t;
+
+typedef int (*unw_backtrace_fn)(void **buffer, int size);
+
+static struct {
+    pthread_mutex_t lock;                 /* see the header comment */
+    _Atomic(itab_t *) table;              /* current hash table */
+    uint32_t count;                       /* stacks interned (ids 1..count) */
+    _Atomic(stack_rec_t *) *dir[DIR_CHUNKS]; /* id -> stack, chunks published atomically */
+    char *arena;                          /* current arena chunk */
+    size_t arena_used;                    /* bytes used in it */
+    size_t bytes;                         /* all stack-table host memory, bytes */
+    _Atomic uint64_t dropped;             /* stacks not interned (no memory / no ids) */
+} st = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#ifdef LEDGER_STEP_UNWIND
+static struct {
+    int (*getcontext)(unw_context_t *);                      /* unw_getcontext */
+    int (*init_local)(unw_cursor_t *, unw_context_t *);      /* unw_init_local */
+    int (*step)(unw_cursor_t *);                             /* unw_step */
+    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *); /* unw_get_reg */
+} unw_steps;
+
+/* unw_backtrace's contract (buf[0] = the caller's pc) with the stepping API. */
+__attribute__((noinline)) static int step_backtrace(void **buf, int size)
+{
+    unw_context_t uc;
+    unw_cursor_t cur;
+    if (unw_steps.getcontext(&uc) != 0 || unw_steps.init_local(&cur, &uc) != 0) return 0;
+    int n = 0;
+    /* The first frame is this function: step once so that buf[0] is its caller, as unw_backtrace. */
+    while (n < size && unw_steps.step(&cur) > 0) {
+        unw_word_t ip;
+        if (unw_steps.get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+        buf[n++] = (void *)ip;
+    }
+    return n;
+}
+#endif
+
+static _Atomic int g_depth;                 /* frames kept, 0 = off */
+static _Atomic(unw_backtrace_fn) g_unwind;  /* libunwind's unw_backtrace, NULL until loaded */
+static uintptr_t self_lo, self_hi;          /* npupool's own mapped range, 0/0 when not a DSO */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+
+/* ---- hashing ------------------------------------------------------------------------------- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static uint64_t stack_hash(const uintptr_t *frames, int depth)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(depth + 1);
+    for (int i = 0; i < depth; i++) h = mix64(h ^ frames[i]) + (uint64_t)i;
+    return h;
+}
+
+/* ---- directory ----------------------------------------------------------------------------- */
+
+static const stack_rec_t *stack_get(uint32_t id)
+{
+    if (id == 0) return NULL;
+    uint32_t c = (id - 1) / DIR_CHUNK;
+    if (c >= DIR_CHUNKS) return NULL;
+    _Atomic(stack_rec_t *) *chunk = __atomic_load_n(&st.dir[c], __ATOMIC_ACQUIRE);
+    if (!chunk) return NULL;
+    return atomic_load_explicit(&chunk[(id - 1) % DIR_CHUNK], memory_order_acquire);
+}
+
+/* pre: stack_lock held.  0 on success. */
+static int dir_publish_locked(uint32_t id, stack_rec_t *rec)
+{
+    uint32_t c = (id - 1) / DIR_CHUNK;
+    if (c >= DIR_CHUNKS) return -1;
+    _Atomic(stack_rec_t *) *chunk = __atomic_load_n(&st.dir[c], __ATOMIC_RELAXED);
+    if (!chunk) {
+        chunk = calloc(DIR_CHUNK, sizeof *chunk);
+        if (!chunk) return -1;
+        st.bytes += DIR_CHUNK * sizeof *chunk;
+        __atomic_store_n(&st.dir[c], chunk, __ATOMIC_RELEASE);
+    }
+    atomic_store_explicit(&chunk[(id - 1) % DIR_CHUNK], rec, memory_order_release);
+    return 0;
+}
+
+/* ---- hash table ---------------------------------------------------------------------------- */
+
+static uint32_t itab_find(const itab_t *t, uint64_t h, const uintptr_t *frames, int depth)
+{
+    if (!t) return 0;
+    for (uint32_t i = (uint32_t)h & t->mask;; i = (i + 1) & t->mask) {
+        uint32_t id = atomic_load_explicit(&((itab_t *)t)->slot[i], memory_order_acquire);
+        if (id == 0) return 0;
+        const stack_rec_t *r = stack_get(id);
+        if (r && r->hash == h && r->depth == (uint32_t)depth &&
+            memcmp(r->frames, frames, (size_t)depth * sizeof frames[0]) == 0)
+            return id;
+    }
+}
+
+static void itab_put(itab_t *t, uint64_t h, uint32_t id)
+{
+    uint32_t i = (uint32_t)h & t->mask;
+    while (atomic_load_explicit(&t->slot[i], memory_order_relaxed)) i = (i + 1) & t->mask;
+    atomic_store_explicit(&t->slot[i], id, memory_order_release);
+}
+
+static itab_t *itab_new(uint32_t slots)
+{
+    itab_t *t = calloc(1, sizeof *t + (size_t)slots * sizeof(uint32_t));
+    if (!t) return NULL;
+    t->mask = slots - 1;
+    st.bytes += sizeof *t + (size_t)slots * sizeof(uint32_t);
+    return t;
+}
+
+/* pre: stack_lock held.  Makes room for one more id; 0 on success. */
+static int itab_reserve_locked(void)
+{
+    itab_t *old = atomic_load_explicit(&st.table, memory_order_relaxed);
+    uint32_t slots = old ? old->mask + 1 : 0;
+    if (old && (uint64_t)(st.count + 1) * 2 <= slots) return 0;
+    uint32_t nslots = slots ? slots * 2 : ITAB_MIN;
+    if (nslots == 0) return -1;
+    itab_t *t = itab_new(nslots);
+    if (!t) return -1;
+    for (uint32_t id = 1; id <= st.count; id++) {
+        const stack_rec_t *r = stack_get(id);
+        if (r) itab_put(t, r->hash, id);
+    }
+    t->retired_next = old;
+    atomic_store_explicit(&st.table, t, memory_order_release);
+    return 0;
+}
+
+/* pre: stack_lock held. */
+static stack_rec_t *arena_alloc_locked(size_t bytes)
+{
+    bytes = (bytes + 15) & ~(size_t)15;
+    if (!st.arena || st.arena_used + bytes > ARENA_CHUNK) {
+        size_t sz = bytes > ARENA_CHUNK ? bytes : ARENA_CHUNK;
+        char *chunk = malloc(sz);
+        if (!chunk) return NULL;
+        st.bytes += sz;
+        st.arena = chunk;
+        st.arena_used = 0;
+    }
+    stack_rec_t *r = (stack_rec_t *)(st.arena + st.arena_used);
+    st.arena_used += bytes;
+    return r;
+}
+
+uint32_t ledger_intern_stack(const uintptr_t *frames, int depth)
+{
+    if (depth <= 0) return 0;
+    if (depth > LEDGER_MAX_DEPTH) depth = LEDGER_MAX_DEPTH;
+    uint64_t h = stack_hash(frames, depth);
+    uint32_t id = itab_find(atomic_load_explicit(&st.table, memory_order_acquire), h, frames, depth);
+    if (id) return id;
+
+    pthread_mutex_lock(&st.lock);
+    id = itab_find(atomic_load_explicit(&st.table, memory_order_relaxed), h, frames, depth);
+    if (!id) {
+        stack_rec_t *r = NULL;
+        if (itab_reserve_locked() == 0)
+            r = arena_alloc_locked(sizeof *r + (size_t)depth * sizeof frames[0]);
+        if (r) {
+            r->hash = h;
+            r->depth = (uint32_t)depth;
+            r->id = st.count + 1;
+            memcpy(r->frames, frames, (size_t)depth * sizeof frames[0]);
+            if (dir_publish_locked(r->id, r) == 0) {
+                st.count++;
+                id = r->id;
+                itab_put(atomic_load_explicit(&st.table, memory_order_relaxed), h, id);
+            }
+        }
+        if (!id) atomic_fetch_add_explicit(&st.dropped, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&st.lock);
+    return id;
+}
+
+int ledger_stack_frames(uint32_t id, const uintptr_t **frames)
+{
+    const stack_rec_t *r = stack_get(id);
+    if (!r) {
+        if (frames) *frames = NULL;
+        return 0;
+    }
+    if (frames) *frames = r->frames;
+    return (int)r->depth;
+}
+
+uint32_t ledger_stack_count(void)
+{
+    pthread_mutex_lock(&st.lock);
+    uint32_t n = st.count;
+    pthread_mutex_unlock(&st.lock);
+    return n;
+}
+
+LEDGER_HIDDEN void ledger_stack_memory(size_t *stacks, size_t *bytes, uint64_t *dropped)
+{
+    pthread_mutex_lock(&st.lock);
+    *stacks = st.count;
+    *bytes = st.bytes;
+    pthread_mutex_unlock(&st.lock);
+    *dropped = atomic_load_explicit(&st.dropped, memory_order_relaxed);
+}
+
+/* Checks every id is found through the table.  Returns violations. */
+LEDGER_HIDDEN int ledger_stack_check(char *why, size_t why_len)
+{
+    int bad = 0;
+    pthread_mutex_lock(&st.lock);
+    itab_t *t = atomic_load_explicit(&st.table, memory_order_relaxed);
+    for (uint32_t id = 1; id <= st.count; id++) {
+        const stack_rec_t *r = stack_get(id);
+        if (!r || r->id != id || r->depth == 0 || r->depth > LEDGER_MAX_DEPTH ||
+            r->hash != stack_hash(r->frames, (int)r->depth) ||
+            itab_find(t, r->hash, r->frames, (int)r->depth) != id) {
+            if (!bad && why) snprintf(why, why_len, "stack %u is malformed or not found by hash", id);
+            bad++;
+        }
+    }
+    pthread_mutex_unlock(&st.lock);
+    return bad;
+}
+
+/* ---- capture ------------------------------------------------------------------------------- */
+
+LEDGER_HIDDEN void *ledger_dlsym(void *handle, const char *name)
+{
+    /* The shim's own accessor for glibc's dlsym (shim/real.c), when linked in. */
+    extern void *(*real_dlsym(void))(void *, const char *) __attribute__((weak));
+    if (real_dlsym) {
+        void *(*fn)(void *, const char *) = real_dlsym();
+        if (fn) return fn(handle, name);
+    }
+    return dlsym(handle, name);
+}
+
+/* Find the mapped range of the object that contains this file's code, unless that object is the
+ * main program (npupool linked statically: nothing to skip by address). */
+static int self_range_cb(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size;
+    uintptr_t me = (uintptr_t)ctx;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo) lo = a;
+        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
+    }
+    if (me < lo || me >= hi) return 0;
+    if (info->dlpi_name && info->dlpi_name[0]) { /* a shared object, not the main program */
+        self_lo = lo;
+        self_hi = hi;
+    }
+    return 1;
+}
+
+static void stack_init_once(void)
+{
+    dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&ledger_capture_stack);
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        log_warn("backtraces are off: cannot load libunwind.so.8 (%s)", dlerror());
+        return;
+    }
+    unw_backtrace_fn fn = (unw_backtrace_fn)ledger_dlsym(h, "unw_backtrace");
+#ifdef LEDGER_STEP_UNWIND
+    unw_steps.getcontext = (int (*)(unw_context_t *))ledger_dlsym(h, "_Ux86_64_getcontext");
+    unw_steps.init_local = (int (*)(unw_cursor_t *, unw_context_t *))ledger_dlsym(h, "_ULx86_64_init_local");
+    unw_steps.step = (int (*)(unw_cursor_t *))ledger_dlsym(h, "_ULx86_64_step");
+    unw_steps.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))ledger_dlsym(h, "_ULx86_64_get_reg");
+    fn = unw_steps.getcontext && unw_steps.init_local && unw_steps.step && unw_steps.get_reg ? step_backtrace : NULL;
+#endif
+    if (!fn) {
+        log_warn("backtraces are off: libunwind.so.8 has no unw_backtrace");
+        return;
+    }
+    /* Warm the unwinder: its global init, this thread's trace cache and lazy bindings. */
+    void *buf[8];
+    fn(buf, 8);
+    atomic_store_explicit(&g_unwind, fn, memory_order_release);
+}
+
+void ledger_init(int backtrace_depth)
+{
+    if (backtrace_depth < 0) backtrace_depth = 0;
+    if (backtrace_depth > LEDGER_MAX_DEPTH) backtrace_depth = LEDGER_MAX_DEPTH;
+    if (backtrace_depth > 0) pthread_once(&init_once, stack_init_once);
+    atomic_store_explicit(&g_depth, backtrace_depth, memory_order_release);
+}
+
+int ledger_backtrace_depth(void)
+{
+    if (!atomic_load_explicit(&g_unwind, memory_order_acquire)) return 0;
+    return atomic_load_explicit(&g_depth, memory_order_relaxed);
+}
+
+__attribute__((noinline)) uint32_t ledger_capture_stack(int skip)
+{
+    int depth = atomic_load_explicit(&g_depth, memory_order_relaxed);
+    unw_backtrace_fn unwind = atomic_load_explicit(&g_unwind, memory_order_acquire);
+    if (depth <= 0 || !unwind) return 0;
+    if (skip < 0) skip = 0;
+    void *buf[LEDGER_MAX_DEPTH + 32 + SELF_SLACK];
+    int want = depth + 1 + SELF_SLACK + (skip < 32 ? skip : 32);
+    int n = unwind(buf, want);
+    int i = 1; /* buf[0] is inside this function */
+    while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
+    i += skip;
+    if (i >= n) return 0;
+    int keep = n - i < depth ? n - i : depth;
+    return ledger_intern_stack((const uintptr_t *)&buf[i], keep);
+}
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+
+LEDGER_HIDDEN void ledger_stack_atfork_prepare(void) { pthread_mutex_lock(&st.lock); }
+LEDGER_HIDDEN void ledger_stack_atfork_parent(void) { pthread_mutex_unlock(&st.lock); }
+LEDGER_HIDDEN void ledger_stack_atfork_child(void) { pthread_mutex_init(&st.lock, NULL); }

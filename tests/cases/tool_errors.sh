@@ -1,0 +1,58 @@
+# variants: plain asan
+# Bad usage and bad input: exit 2 and one clear message naming the file and the line or JSON
+# path, never a crash.  Also replays the fuzzers' regression inputs (tests/fixtures/fuzz/).
+. "$ROOT/tests/lib.sh"
+NP="$ROOT/$BUILD/npupool"
+[ -x "$NP" ] || fail "$NP not built"
+cd "$ROOT"
+B=tests/fixtures/bad
+expect2() { # PATTERN ARGS...: exit 2, exactly one stderr line matching PATTERN, no stdout junk
+    local pat=$1; shift
+    local rc=0
+    "$NP" "$@" >"$TMPDIR_CASE/out" 2>"$TMPDIR_CASE/err" || rc=$?
+    [ "$rc" -eq 2 ] || { cat "$TMPDIR_CASE/err"; fail "npupool $*: exit $rc, expected 2"; }
+    grep -qE -- "$pat" "$TMPDIR_CASE/err" || { cat "$TMPDIR_CASE/err"; fail "npupool $*: message does not match '$pat'"; }
+    [ "$(wc -l <"$TMPDIR_CASE/err")" -le 2 ] || { cat "$TMPDIR_CASE/err"; fail "npupool $*: more than one message"; }
+}
+# reports: file + line:column for syntax, file + JSON path for the rest
+expect2 "$B/truncated.json:[0-9]+:[0-9]+: truncated JSON" summary $B/truncated.json
+expect2 "$B/syntax.json:4:3: invalid JSON" leaks $B/syntax.json
+expect2 "$B/notjson.txt:1:1: invalid JSON" flame $B/notjson.txt
+expect2 "$B/schema2.json: at \\\$\\.schema: report of schema 'npupool-report/2'" summary $B/schema2.json
+expect2 "$B/wrongtype.json: at \\\$\\.devices\\[0\\]\\.pool\\.free_bytes: expected an unsigned integer" map $B/wrongtype.json -o "$TMPDIR_CASE/x.svg"
+expect2 "$B/badline.json: at \\\$\\.leaks\\[2\\]\\.frames\\[1\\]\\.line" symbolize $B/badline.json
+expect2 "$B/nodevices.json: at \\\$\\.devices: missing" diff tests/fixtures/report_old.json $B/nodevices.json
+expect2 "/nonexistent.json: cannot open" summary /nonexistent.json
+expect2 "tests/fixtures: (read error|cannot)" summary tests/fixtures
+# traces: file + line
+expect2 "$B/badsize.trace:4: bad size" replay $B/badsize.trace
+expect2 "$B/doublealloc.trace:4: pointer 0x1000 allocated again" replay $B/doublealloc.trace
+expect2 "$B/badaction.csv:3: bad Action" replay $B/badaction.csv --min-pool
+expect2 "report_basic.json:1: not a trace" replay tests/fixtures/report_basic.json
+# usage
+expect2 "no command 'frobnicate'" frobnicate
+expect2 "missing REPORT" summary
+expect2 "expected two reports" diff tests/fixtures/report_old.json
+expect2 "unknown option '--bogus'" leaks --bogus tests/fixtures/report_basic.json
+expect2 "--top: 'x' is not" summary --top x tests/fixtures/report_basic.json
+expect2 "--by: 'size' is not" flame --by size tests/fixtures/report_basic.json
+expect2 "missing -o FILE" map tests/fixtures/report_basic.json
+expect2 "--ratio: '1.5' is not" replay --ratio 1.5 traces/serving.trace
+expect2 "--fallback: '2' is not" replay --fallback 2 traces/serving.trace
+expect2 "not both" replay --ratio 0.5 --pool-bytes 1G traces/serving.trace
+expect2 "needs a value" replay traces/serving.trace --pool-bytes
+expect2 "cannot create a pool" replay traces/serving.trace --pool-bytes 1
+expect2 "cannot write" map tests/fixtures/report_basic.json -o /nonexistent-dir/map.svg
+# every help text works and exits 0
+for c in summary leaks diff flame map symbolize replay; do
+    "$NP" "$c" --help | grep -q "^usage: npupool $c" || fail "$c --help"
+    "$NP" help "$c" | grep -q "^usage: npupool $c" || fail "help $c"
+done
+# fuzzer regression inputs: any exit but a crash (0 or 2)
+for f in tests/fixtures/fuzz/*; do
+    [ -f "$f" ] || continue
+    case "$f" in *.trace|*.csv|*trace*) args=(replay "$f" --pool-bytes 1G --no-timing);; *) args=(summary "$f");; esac
+    rc=0; "$NP" "${args[@]}" >/dev/null 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || fail "npupool ${args[*]}: exit $rc"
+done
+exit 0

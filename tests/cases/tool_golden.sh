@@ -1,0 +1,32 @@
+# variants: plain asan
+# Golden outputs of every subcommand of `npupool` on the hand-made reports in tests/fixtures/
+# and on the shipped traces.  UPDATE_GOLDEN=1 rewrites tests/golden/ (review the diff!).
+. "$ROOT/tests/lib.sh"
+NP="$ROOT/$BUILD/npupool"
+[ -x "$NP" ] || fail "$NP not built"
+cd "$ROOT"
+F=tests/fixtures
+check() { # NAME ARGS...: run npupool ARGS, compare stdout with tests/golden/NAME
+    local name=$1; shift
+    local out="$TMPDIR_CASE/$name" rc=0
+    "$NP" "$@" >"$out" 2>"$out.err" || rc=$?
+    [ "$rc" -le 1 ] || { cat "$out.err"; fail "npupool $* exited $rc"; }
+    if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then cp "$out" "tests/golden/$name"; return; fi
+    diff -u "tests/golden/$name" "$out" || fail "npupool $* differs from tests/golden/$name"
+}
+check help.txt help
+check summary_basic.txt summary $F/report_basic.json
+check summary_oom.txt summary $F/report_oom.json
+check summary_two_devices.txt summary $F/report_two_devices.json --top 3
+check leaks_basic.txt leaks $F/report_basic.json
+check leaks_filtered.txt leaks $F/report_two_devices.json --top 2 --min-bytes 100K --device 0
+check diff_slow_leak.txt diff $F/report_old.json $F/report_new.json --stacks
+check diff_reverse.txt diff $F/report_new.json $F/report_old.json
+check flame_basic.txt flame $F/report_basic.json
+check flame_count.txt flame $F/report_two_devices.json --by count --with-device
+check map_basic.svg map $F/report_basic.json -o -
+check map_two_devices.svg map $F/report_two_devices.json --by site -o -
+check replay_minpool.txt replay $F/traces/minpool.trace --rounding none --min-pool --no-timing
+check replay_training.txt replay traces/training.trace --no-timing --min-pool --resolution 1M
+check replay_rmm_small.txt replay traces/rmm_random_small.csv --pool-bytes 64M --fallback 0 --no-timing
+exit 0

@@ -1,0 +1,42 @@
+# variants: plain asan
+# Replay: the shipped traces are exactly what their generator writes; --min-pool on the
+# hand-built trace gives the known answer (5120); fallback and refusal figures; RMM CSV input;
+# --check runs the pool checker after every event with no violation.
+. "$ROOT/tests/lib.sh"
+NP="$ROOT/$BUILD/npupool"
+GEN="$ROOT/$BUILD/traces/gen"
+cd "$ROOT"
+# shipped traces == generator output (the recipe is the `traces` target of tools/tools.mk)
+"$GEN" serving  --events 12000 --seed 1 -o "$TMPDIR_CASE/serving.trace"
+"$GEN" training --events 12000 --seed 1 -o "$TMPDIR_CASE/training.trace"
+"$GEN" service  --events 12000 --seed 1 -o "$TMPDIR_CASE/service.trace"
+"$GEN" random   --events 12000 --seed 1 --max-mib 16 -o "$TMPDIR_CASE/rmm_random.trace"
+"$GEN" random   --events 2000  --seed 2 --max-mib 4 --format rmm -o "$TMPDIR_CASE/rmm_random_small.csv"
+for f in serving.trace training.trace service.trace rmm_random.trace rmm_random_small.csv; do
+    cmp -s "$TMPDIR_CASE/$f" "traces/$f" || fail "traces/$f differs from the generator's output (make traces)"
+done
+out=$("$NP" replay tests/fixtures/traces/minpool.trace --rounding none --min-pool --no-timing) || fail "replay minpool"
+echo "$out" | grep -q 'device 0: 5.0 KiB (5120 bytes); live peak 4.0 KiB (4096 bytes)' || { echo "$out"; fail "min pool is not 5120"; }
+out=$("$NP" replay tests/fixtures/traces/minpool.trace --rounding none --pool-bytes 5056 --fallback 0 --fail-on-refusal --no-timing)
+[ $? -eq 1 ] || fail "--fail-on-refusal must exit 1 at 5056 bytes"
+echo "$out" | grep -q 'refused 1 = 2.0 KiB' || { echo "$out"; fail "refusal at 5056 bytes"; }
+"$NP" replay tests/fixtures/traces/minpool.trace --rounding none --pool-bytes 5120 --fallback 0 --fail-on-refusal >/dev/null \
+    || fail "5120 bytes must run without refusal"
+out=$("$NP" replay tests/fixtures/traces/minpool.trace --rounding none --pool-bytes 4K --fallback 1 --no-timing)
+echo "$out" | grep -q 'peak reserved    6.0 KiB' || { echo "$out"; fail "fallback peak reserved"; }
+# every shipped trace: checker after every event, nothing refused in a default (51.2 GiB) pool
+for f in traces/*.trace traces/*.csv; do
+    out=$("$NP" replay "$f" --check --no-timing) || fail "replay $f --check"
+    echo "$out" | grep -q 'invariant checks: 0 violations' || fail "$f: invariant violations"
+    echo "$out" | grep -q 'refused 0)' || fail "$f: refusals in a 51.2 GiB pool"
+done
+# the service trace leaks: its live bytes at the end are the planted 1 MiB buffers
+n=$(grep -c ',alloc,.*,1048576,0$' traces/service.trace)
+"$NP" replay traces/service.trace --no-timing | grep -q "allocations never freed" || fail "service leak not seen"
+# ratio and device size
+"$NP" replay traces/serving.trace --ratio 0.5 --device-bytes 16G --no-timing | grep -q '8.0 GiB (8589934592 bytes) per device' \
+    || fail "--ratio of --device-bytes"
+# RMM log from stdin
+"$NP" replay - <traces/rmm_random_small.csv --no-timing | grep -q '(RMM log): ' || fail "RMM csv on stdin"
+[ "$n" -gt 0 ] || fail "service trace has no leak allocations"
+exit 0

@@ -1,0 +1,355 @@
+/* tests/fakeacl/fa_vmm.c — the virtual-memory API of the fake runtime (what torch_npu's
+ * expandable segments use): reserve / release address ranges, allocate / free physical memory,
+ * map / unmap, allocation granularity.
+ *
+ * Owns: fa_g.resvs (reserved ranges), fa_g.physs (physical handles), fa_g.mappings.
+ *
+ * A reservation is a PROT_NONE MAP_NORESERVE anonymous range (not charged), aligned to the
+ * requested power-of-two alignment (0 = the 2 MiB granularity), its length rounded up to the host
+ * page; expectPtr is honoured when that exact range is free (MAP_FIXED_NOREPLACE), else ignored.
+ * A physical handle is a memfd of ALIGN_UP(size, 2 MiB) bytes charged to prop->location.id's HBM
+ * (same fault injection and budget as device blocks); its value is an opaque, never reused number
+ * that faults if dereferenced.  aclrtMapMem maps the memfd MAP_SHARED|MAP_FIXED over part of one
+ * reservation, so data written through a mapping is in the handle and readable through any other
+ * mapping of it; aclrtUnmapMem puts PROT_NONE reserved space back.
+ *
+ * Errors: NULL / size 0 -> 100000.  Map: virPtr, size, offset not page aligned, unknown handle,
+ * range outside the handle, not inside one reservation, or overlapping a mapping -> 107000.
+ * Unmap / release / free of an unknown address or handle -> 207002.  Releasing a reservation or
+ * freeing a handle that still has mappings -> 107000 (nothing changes; unmap first).
+ * Physical location type other than DEVICE -> 100000; bad location id -> 107001.
+ * Locking: fa_g.lock around everything, mmap calls included.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fa_internal.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define FA_HANDLE_TAG 0xFA00000000000000ull /* non-canonical: a dereferenced handle faults */
+#define FA_MAX_REQUEST ((size_t)1 << 62)
+
+static const int fa_anon_none = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
+/* ---- reservations --------------------------------------------------------------------------------- */
+static void *reserve_range(size_t len, size_t align, void *expect)
+{
+    if (expect != NULL && (uintptr_t)expect % align == 0) {
+        void *q = mmap(expect, len, PROT_NONE, fa_anon_none | MAP_FIXED_NOREPLACE, -1, 0);
+        if (q == expect)
+            return q;
+        if (q != MAP_FAILED)
+            munmap(q, len); /* an old kernel took the flag as a hint and placed it elsewhere */
+    }
+    size_t extra = align - fa_g.page;
+    if (len > SIZE_MAX - extra)
+        return NULL;
+    char *q = mmap(NULL, len + extra, PROT_NONE, fa_anon_none, -1, 0);
+    if (q == MAP_FAILED)
+        return NULL;
+    char *a = (char *)ACL_ALIGN_UP((uintptr_t)q, align);
+    size_t head = (size_t)(a - q);
+    size_t tail = extra - head;
+    if (head != 0)
+        munmap(q, head);
+    if (tail != 0)
+        munmap(a + len, tail);
+    return a;
+}
+
+aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, void *expectPtr,
+                                uint64_t flags)
+{
+    (void)flags;
+    fa_init();
+    fa_count(FA_C_aclrtReserveMemAddress);
+    if (virPtr == NULL || size == 0 || (alignment & (alignment - 1)) != 0)
+        return ACL_ERROR_INVALID_PARAM;
+    if (size > FA_MAX_REQUEST)
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    size_t align = alignment == 0 ? FA_HUGE_PAGE : alignment;
+    if (align < fa_g.page)
+        align = fa_g.page;
+    size_t len = ACL_ALIGN_UP(size, fa_g.page);
+    struct fa_rec *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    void *p = reserve_range(len, align, expectPtr);
+    if (p == NULL) {
+        free(r);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    r->key = (uintptr_t)p;
+    r->size = len;
+    r->maplen = len;
+    r->dev = -1;
+    r->fd = -1;
+    fa_lock();
+    int ok = fa_table_insert(&fa_g.resvs, r) == 0;
+    fa_unlock();
+    if (!ok) {
+        munmap(p, len);
+        free(r);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    *virPtr = p;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtReleaseMemAddress(void *virPtr)
+{
+    fa_init();
+    fa_count(FA_C_aclrtReleaseMemAddress);
+    if (virPtr == NULL)
+        return ACL_ERROR_INVALID_PARAM;
+    fa_lock();
+    struct fa_rec *r = fa_table_find(&fa_g.resvs, (uintptr_t)virPtr);
+    if (r == NULL) {
+        fa_unlock();
+        return ACL_ERROR_RT_MEMORY_FREE;
+    }
+    if (r->nmaps != 0) {
+        fa_unlock();
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    fa_table_remove(&fa_g.resvs, r->key);
+    if (munmap((void *)r->key, r->maplen) != 0)
+        fa_err("munmap(%p, %zu) of a reservation failed", (void *)r->key, r->maplen);
+    fa_unlock();
+    free(r);
+    return ACL_SUCCESS;
+}
+
+/* ---- physical memory ------------------------------------------------------------------------------ */
+aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop,
+                             uint64_t flags)
+{
+    (void)flags;
+    fa_init();
+    fa_count(FA_C_aclrtMallocPhysical);
+    if (handle == NULL || prop == NULL || size == 0 ||
+        prop->location.type != ACL_MEM_LOCATION_TYPE_DEVICE)
+        return ACL_ERROR_INVALID_PARAM;
+    if (prop->location.id >= (uint32_t)fa_g.ndev)
+        return ACL_ERROR_RT_INVALID_DEVICEID;
+    int dev = (int)prop->location.id;
+    if (size > FA_MAX_REQUEST) {
+        fa_count(FA_C_alloc_failures);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    size_t charge = ACL_ALIGN_UP(size, FA_HUGE_PAGE);
+    struct fa_rec *r = calloc(1, sizeof(*r));
+    if (r == NULL) {
+        fa_count(FA_C_alloc_failures);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    fa_lock();
+    aclError rc = fa_charge_locked(dev, size, charge);
+    if (rc != ACL_SUCCESS) {
+        fa_unlock();
+        free(r);
+        return rc;
+    }
+    int fd = memfd_create("fakeacl-hbm", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)charge) != 0) {
+        fa_err("memfd for %zu bytes of physical memory failed", charge);
+        if (fd >= 0)
+            close(fd);
+        fa_uncharge_locked(dev, charge);
+        fa_unlock();
+        free(r);
+        fa_count(FA_C_alloc_failures);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    r->key = (uintptr_t)(FA_HANDLE_TAG | fa_g.next_handle++);
+    r->size = charge;
+    r->charged = charge;
+    r->dev = dev;
+    r->fd = fd;
+    if (fa_table_insert(&fa_g.physs, r) != 0) {
+        close(fd);
+        fa_uncharge_locked(dev, charge);
+        fa_unlock();
+        free(r);
+        fa_count(FA_C_alloc_failures);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
+    fa_unlock();
+    fa_count(FA_C_physical_allocs);
+    fa_count_n(FA_C_bytes_charged, charge);
+    *handle = (aclrtDrvMemHandle)r->key;
+    return ACL_SUCCESS;
+}
+
+aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
+{
+    fa_init();
+    fa_count(FA_C_aclrtFreePhysical);
+    if (handle == NULL)
+        return ACL_ERROR_INVALID_PARAM;
+    fa_lock();
+    struct fa_rec *r = fa_table_find(&fa_g.physs, (uintptr_t)handle);
+    if (r == NULL) {
+        fa_unlock();
+        return ACL_ERROR_RT_MEMORY_FREE;
+    }
+    if (r->nmaps != 0) {
+        fa_unlock();
+        return ACL_ERROR_RT_PARAM_INVALID;
+    }
+    fa_table_remove(&fa_g.physs, r->key);
+    close(r->fd);
+    fa_uncharge_locked(r->dev, r->charged);
+    fa_unlock();
+    free(r);
+    fa_count(FA_C_physical_frees);
+    return ACL_SUCCESS;
+}
+
+/* ---- mappings ------------------------------------------------------------------------------------- */
+struct resv_find {
+    uintptr_t lo, hi;     /* wanted range [lo, hi) */
+    struct fa_rec *found; /* the reservation holding it, or NULL */
+};
+
+static int resv_contains(struct fa_rec *r, void *ctx)
+{
+    struct resv_find *f = ctx;
+    if (f->lo >= r->key && f->hi <= r->key + r->size)
+        f->found = r;
+    return 0;
+}
+
+/* pre: lock held.  Puts PROT_NONE reserved space back over mapping m and unlinks it from its
+ * reservation and handle (not from fa_g.mappings). */
+static void mapping_undo_locked(struct fa_rec *m)
+{
+    void *p = mmap((void *)m->key, m->size, PROT_NONE, fa_anon_none | MAP_FIXED, -1, 0);
+    if (p == MAP_FAILED)
+        fa_err("restoring reserved space at %p (%zu bytes) failed", (void *)m->key, m->size);
+    struct fa_rec **pp = &m->resv->maps;
+    while (*pp != NULL && *pp != m)
+        pp = &(*pp)->sib;
+    if (*pp == m)
+        *pp = m->sib;
+    m->resv->nmaps--;
+    m->phys->nmaps--;
+}
+
+aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags)
+{
+    (void)flags;
+    fa_init();
+    fa_count(FA_C_aclrtMapMem);
+    if (virPtr == NULL || size == 0 || handle == NULL)
+        return ACL_ERROR_INVALID_PARAM;
+    if (((uintptr_t)virPtr | size | offset) % fa_g.page != 0)
+        return ACL_ERROR_RT_PARAM_INVALID;
+    struct fa_rec *m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    uintptr_t lo = (uintptr_t)virPtr;
+    aclError rc = ACL_ERROR_RT_PARAM_INVALID;
+    fa_lock();
+    struct fa_rec *ph = fa_table_find(&fa_g.physs, (uintptr_t)handle);
+    if (ph == NULL || offset > ph->size || size > ph->size - offset || lo > UINTPTR_MAX - size)
+        goto out;
+    struct resv_find f = {lo, lo + size, NULL};
+    fa_table_walk(&fa_g.resvs, resv_contains, &f);
+    if (f.found == NULL)
+        goto out;
+    for (const struct fa_rec *o = f.found->maps; o != NULL; o = o->sib)
+        if (lo < o->key + o->size && o->key < lo + size)
+            goto out;
+    void *p = mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph->fd, (off_t)offset);
+    if (p == MAP_FAILED) {
+        fa_err("mmap of a physical handle at %p (%zu bytes) failed", virPtr, size);
+        rc = ACL_ERROR_RT_INTERNAL_ERROR;
+        goto out;
+    }
+    m->key = lo;
+    m->size = size;
+    m->offset = offset;
+    m->dev = ph->dev;
+    m->fd = -1;
+    m->resv = f.found;
+    m->phys = ph;
+    m->sib = f.found->maps;
+    f.found->maps = m;
+    f.found->nmaps++;
+    ph->nmaps++;
+    if (fa_table_insert(&fa_g.mappings, m) != 0) {
+        mapping_undo_locked(m);
+        rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+        goto out;
+    }
+    m = NULL;
+    rc = ACL_SUCCESS;
+out:
+    fa_unlock();
+    free(m);
+    if (rc == ACL_SUCCESS)
+        fa_count(FA_C_maps);
+    return rc;
+}
+
+aclError aclrtUnmapMem(void *virPtr)
+{
+    fa_init();
+    fa_count(FA_C_aclrtUnmapMem);
+    if (virPtr == NULL)
+        return ACL_ERROR_INVALID_PARAM;
+    fa_lock();
+    struct fa_rec *m = fa_table_remove(&fa_g.mappings, (uintptr_t)virPtr);
+    if (m == NULL) {
+        fa_unlock();
+        return ACL_ERROR_RT_MEMORY_FREE;
+    }
+    mapping_undo_locked(m);
+    fa_unlock();
+    free(m);
+    fa_count(FA_C_unmaps);
+    return ACL_SUCCESS;
+}
+
+aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option,
+                                          size_t *granularity)
+{
+    fa_init();
+    fa_count(FA_C_aclrtMemGetAllocationGranularity);
+    if (prop == NULL || granularity == NULL ||
+        (unsigned)option > ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        return ACL_ERROR_INVALID_PARAM;
+    *granularity = FA_HUGE_PAGE;
+    return ACL_SUCCESS;
+}
+
+/* ---- device reset ----------------------------------------------------------------------------------- */
+static int unmap_if_phys(struct fa_rec *m, void *ctx)
+{
+    if (m->phys != ctx)
+        return 0;
+    mapping_undo_locked(m);
+    free(m);
+    return 1;
+}
+
+static int release_handle_if_dev(struct fa_rec *r, void *ctx)
+{
+    if (r->dev != *(const int *)ctx)
+        return 0;
+    if (r->nmaps != 0)
+        fa_table_walk(&fa_g.mappings, unmap_if_phys, r);
+    close(r->fd);
+    fa_uncharge_locked(r->dev, r->charged);
+    fa_count(FA_C_reset_released);
+    free(r);
+    return 1;
+}
+
+void fa_release_device_handles_locked(int dev) { fa_table_walk(&fa_g.physs, release_handle_if_dev, &dev); }

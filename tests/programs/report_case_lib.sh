@@ -1,0 +1,24 @@
+# tests/programs/report_case_lib.sh — helpers for the ledger/report case scripts (sourced after
+# tests/lib.sh; not a case itself).
+#
+# need_ledger      skip unless libnpupool.so contains the ledger and the report writer
+# need_jsonschema  skip unless python3-jsonschema is installed
+# check_reports ARGS...   tests/programs/check_report.py with the schema of this tree
+# reports PATTERN  the report files matching a glob in $TMPDIR_CASE, oldest first
+need_ledger() {
+    [ -f "$SHIM" ] || skip "$SHIM is not built"
+    nm "$SHIM" 2>/dev/null | grep -q ' report_at_exit$' || skip "the ledger is not linked into $SHIM yet"
+    nm "$SHIM" 2>/dev/null | grep -q ' ledger_record_alloc$' || skip "the ledger is not linked into $SHIM yet"
+}
+
+need_jsonschema() {
+    python3 -c 'import jsonschema' 2>/dev/null || skip "python3-jsonschema is not installed"
+}
+
+check_reports() {
+    python3 "$ROOT/tests/programs/check_report.py" --schema "$ROOT/docs/report-schema.json" "$@"
+}
+
+reports() {
+    ls -1tr "$TMPDIR_CASE"/$1 2>/dev/null
+}

@@ -1,0 +1,671 @@
+/* tests/unit/test_pool.c — pool API, edge sizes, misuse, exhaustion, coalescing, segregation
+ * of small blocks, statistics.  pool_check() is asserted to be 0 after every operation.
+ * (Randomised sequences: test_pool_random.c; threads: test_pool_threads.c.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pool.h"
+#include "tlsf.h" /* PL_CHUNK_BYTES, pheap_mapping: the tests check routing and classes */
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define GiB ((size_t)1 << 30)
+
+static void check_pool(pool_t *p)
+{
+    char why[256];
+    int bad = pool_check(p, why, sizeof why);
+    if (bad)
+        print_error("pool_check: %d violations, first: %s\n", bad, why);
+    assert_int_equal(bad, 0);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static size_t rng_range(uint64_t *s, size_t lo, size_t hi) /* inclusive */
+{
+    return lo + (size_t)(rng_next(s) % (hi - lo + 1));
+}
+
+static void shuffle(uintptr_t *a, size_t n, uint64_t *s)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(rng_next(s) % i);
+        uintptr_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+/* ---- walk helpers ---------------------------------------------------------------------- */
+typedef struct walk_sum {
+    size_t free_blocks, free_bytes, largest, live_blocks, live_bytes;
+    uintptr_t last_end;
+    int order_ok;
+} walk_sum_t;
+
+static int walk_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+{
+    walk_sum_t *w = ctx;
+    if (addr < w->last_end)
+        w->order_ok = 0;
+    w->last_end = addr + size;
+    if (is_free) {
+        w->free_blocks++;
+        w->free_bytes += size;
+        if (size > w->largest)
+            w->largest = size;
+    } else {
+        w->live_blocks++;
+        w->live_bytes += size;
+    }
+    return 0;
+}
+
+static walk_sum_t walk_sum(pool_t *p)
+{
+    walk_sum_t w = {.order_ok = 1};
+    assert_int_equal(pool_walk(p, walk_cb, &w), 0);
+    assert_true(w.order_ok);
+    return w;
+}
+
+static void assert_one_free_block(pool_t *p, size_t usable)
+{
+    walk_sum_t w = walk_sum(p);
+    assert_int_equal(w.free_blocks, 1);
+    assert_int_equal(w.free_bytes, usable);
+    assert_int_equal(w.live_blocks, 0);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_blocks, 1);
+    assert_int_equal(st.free_bytes, usable);
+    assert_int_equal(st.largest_free_bytes, usable);
+    assert_true(st.fragmentation == 0.0);
+    assert_int_equal(st.allocated_bytes, 0);
+    assert_int_equal(st.live_blocks, 0);
+}
+
+static uintptr_t must_alloc(pool_t *p, size_t granted)
+{
+    uintptr_t a = 0;
+    int rc = pool_alloc(p, granted, granted, &a);
+    assert_int_equal(rc, POOL_OK);
+    assert_int_equal(a % POOL_ALIGN, 0);
+    check_pool(p);
+    return a;
+}
+
+static void must_free(pool_t *p, uintptr_t a)
+{
+    assert_int_equal(pool_free(p, a, NULL, NULL), POOL_OK);
+    check_pool(p);
+}
+
+/* ---- tests ----------------------------------------------------------------------------- */
+static void test_create_args(void **state)
+{
+    (void)state;
+    assert_null(pool_create(0x1000, 0));
+    assert_null(pool_create(1, 100));                 /* no aligned 64-byte block inside */
+    assert_null(pool_create(UINTPTR_MAX - 100, 200)); /* wraps */
+    pool_t *p = pool_create(0, 64);
+    assert_non_null(p);
+    check_pool(p);
+    uintptr_t a;
+    assert_int_equal(pool_alloc(p, 0, 64, &a), POOL_OK);
+    assert_int_equal(a, 0); /* address 0 is a valid block start */
+    check_pool(p);
+    assert_int_equal(pool_alloc(p, 0, 1, &a), POOL_ENOMEM);
+    assert_int_equal(pool_free(p, 0, NULL, NULL), POOL_OK);
+    check_pool(p);
+    pool_destroy(p);
+
+    /* Unaligned range: head and tail are overhead. */
+    p = pool_create(0x10000010, 10 * MiB + 100);
+    assert_non_null(p);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    size_t usable = (0x10000010 + 10 * MiB + 100 - 0x10000040) & ~(size_t)63;
+    assert_int_equal(st.base, 0x10000010);
+    assert_int_equal(st.reserved_bytes, 10 * MiB + 100);
+    assert_int_equal(st.free_bytes, usable);
+    assert_int_equal(st.overhead_bytes, 10 * MiB + 100 - usable);
+    assert_true(st.fragmentation == 0.0);
+    assert_true(pool_contains(p, 0x10000010));
+    assert_true(pool_contains(p, 0x10000010 + 10 * MiB + 99));
+    assert_false(pool_contains(p, 0x10000010 + 10 * MiB + 100));
+    assert_false(pool_contains(p, 0x1000000f));
+    check_pool(p);
+    pool_destroy(p);
+}
+
+static void test_edge_sizes(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0x7f0000000010ull;
+    const size_t size = 64 * MiB + 37;
+    pool_t *p = pool_create(base, size);
+    assert_non_null(p);
+    uintptr_t ubase = (base + 63) & ~(uintptr_t)63, uend = (base + size) & ~(uintptr_t)63;
+    size_t usable = uend - ubase;
+    const size_t sizes[] = {1, 63, 64, 65, MiB - 1, MiB, MiB + 1, 2 * MiB, usable - 64, usable};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uintptr_t a = 0;
+        size_t req = sizes[i] > 1 ? sizes[i] - 1 : 1;
+        assert_int_equal(pool_alloc(p, req, sizes[i], &a), POOL_OK);
+        assert_int_equal(a % POOL_ALIGN, 0);
+        assert_true(a >= ubase && a + sizes[i] <= uend);
+        check_pool(p);
+        size_t g = 0, r = 0;
+        assert_int_equal(pool_block_size(p, a, &g, &r), POOL_OK);
+        assert_int_equal(g, sizes[i]);
+        assert_int_equal(r, req);
+        pool_stats_t st;
+        pool_get_stats(p, &st);
+        assert_int_equal(st.allocated_bytes, sizes[i]);
+        assert_int_equal(st.requested_bytes, req);
+        assert_int_equal(st.allocated_bytes + st.free_bytes + st.overhead_bytes, st.reserved_bytes);
+        assert_int_equal(st.overhead_bytes, size - usable + ((64 - sizes[i] % 64) % 64));
+        if (sizes[i] == usable) {
+            uintptr_t b;
+            assert_int_equal(pool_alloc(p, 1, 1, &b), POOL_ENOMEM);
+            check_pool(p);
+        }
+        g = r = 0;
+        assert_int_equal(pool_free(p, a, &g, &r), POOL_OK);
+        assert_int_equal(g, sizes[i]);
+        assert_int_equal(r, req);
+        check_pool(p);
+        assert_one_free_block(p, usable);
+    }
+    uintptr_t a;
+    assert_int_equal(pool_alloc(p, 0, usable + 1, &a), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, size, &a), POOL_EINVAL); /* head/tail never usable */
+    assert_int_equal(pool_alloc(p, 0, 0, &a), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 10, 5, &a), POOL_EINVAL); /* requested > granted */
+    assert_int_equal(pool_alloc(p, 0, SIZE_MAX, &a), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, 64, NULL), POOL_EINVAL);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.failed_allocs, 1);
+    assert_int_equal(st.allocs, sizeof sizes / sizeof sizes[0]);
+    assert_int_equal(st.frees, sizeof sizes / sizeof sizes[0]);
+    assert_int_equal(st.peak_allocated_bytes, usable);
+    check_pool(p);
+    pool_destroy(p);
+}
+
+static int stats_equal_but_invalid(const pool_stats_t *a, const pool_stats_t *b)
+{
+    pool_stats_t x = *a, y = *b;
+    x.invalid_frees = y.invalid_frees = 0;
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+static void test_misuse(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0x100000000ull;
+    pool_t *p = pool_create(base, 64 * MiB);
+    uintptr_t small = must_alloc(p, 1000), big = must_alloc(p, 3 * MiB);
+    uintptr_t gone = must_alloc(p, 5000);
+    must_free(p, gone);
+    pool_stats_t before, after;
+    pool_get_stats(p, &before);
+    struct {
+        uintptr_t addr;
+        int want;
+    } bad[] = {
+        {gone, POOL_ENOTLIVE},           /* double free */
+        {small + 64, POOL_ENOTLIVE},     /* interior pointer, small block */
+        {small + 1, POOL_ENOTLIVE},      /* unaligned interior pointer */
+        {big + MiB, POOL_ENOTLIVE},      /* interior pointer, large block */
+        {base + 40 * MiB, POOL_ENOTLIVE},/* inside a free block */
+        {base - 1, POOL_ENOTOWNED},      /* just below */
+        {base + 64 * MiB, POOL_ENOTOWNED}, /* just above */
+        {0, POOL_ENOTOWNED},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t g = 12345;
+        assert_int_equal(pool_free(p, bad[i].addr, &g, NULL), bad[i].want);
+        assert_int_equal(g, 12345); /* untouched */
+        assert_int_equal(pool_block_size(p, bad[i].addr, &g, NULL), bad[i].want);
+        check_pool(p);
+        pool_get_stats(p, &after);
+        assert_true(stats_equal_but_invalid(&before, &after));
+        assert_int_equal(after.invalid_frees, before.invalid_frees + i + 1);
+    }
+    /* The blocks are intact. */
+    size_t g;
+    assert_int_equal(pool_block_size(p, small, &g, NULL), POOL_OK);
+    assert_int_equal(g, 1000);
+    must_free(p, small);
+    must_free(p, big);
+    assert_int_equal(pool_free(p, big, NULL, NULL), POOL_ENOTLIVE);
+    assert_int_equal(pool_free(NULL, big, NULL, NULL), POOL_ENOTOWNED);
+    check_pool(p);
+    pool_destroy(p);
+}
+
+static void test_exhaustion(void **state)
+{
+    (void)state;
+    const size_t size = 256 * MiB;
+    pool_t *p = pool_create(0x200000000ull, size);
+    uintptr_t *live = malloc(200000 * sizeof *live);
+    size_t n = 0;
+    uint64_t seed = 42;
+    /* Fill with shrinking sizes until not even 64 bytes fit. */
+    for (size_t s = 8 * MiB; s >= 64; s /= 2) {
+        for (;;) {
+            size_t g = rng_range(&seed, s / 2 + 1, s);
+            if (s == 64)
+                g = 64;
+            uintptr_t a;
+            int rc = pool_alloc(p, g, g, &a);
+            if (rc == POOL_ENOMEM)
+                break;
+            assert_int_equal(rc, POOL_OK);
+            assert_true(n < 200000);
+            live[n++] = a;
+        }
+        check_pool(p);
+    }
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_bytes, 0);
+    assert_int_equal(st.free_blocks, 0);
+    assert_int_equal(st.largest_free_bytes, 0);
+    assert_true(st.fragmentation == 0.0);
+    assert_int_equal(st.live_blocks, n);
+    assert_int_equal(st.allocated_bytes + st.overhead_bytes, size);
+    uint64_t failed = st.failed_allocs;
+    for (int i = 0; i < 5; i++) {
+        uintptr_t a;
+        assert_int_equal(pool_alloc(p, 1, 1, &a), POOL_ENOMEM);
+        assert_int_equal(pool_alloc(p, 0, 100 * MiB, &a), POOL_ENOMEM);
+    }
+    pool_get_stats(p, &st);
+    assert_int_equal(st.failed_allocs, failed + 10);
+    check_pool(p);
+    shuffle(live, n, &seed);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(pool_free(p, live[i], NULL, NULL), POOL_OK);
+        if (i % 16 == 0 || i + 1 == n)
+            check_pool(p);
+    }
+    assert_one_free_block(p, size);
+    /* Usable again in one piece. */
+    uintptr_t a = must_alloc(p, size);
+    must_free(p, a);
+    free(live);
+    pool_destroy(p);
+}
+
+/* The seed's puzzle: enough free memory in total, no piece large enough. */
+static void test_oom_puzzle(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x200000000000ull, 8 * GiB);
+    uintptr_t blk[8];
+    for (int i = 0; i < 8; i++)
+        blk[i] = must_alloc(p, GiB);
+    uintptr_t a;
+    assert_int_equal(pool_alloc(p, 0, GiB, &a), POOL_ENOMEM);
+    for (int i = 1; i < 8; i += 2)
+        must_free(p, blk[i]);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_bytes, 4 * GiB);
+    assert_int_equal(st.largest_free_bytes, GiB);
+    assert_int_equal(st.free_blocks, 4);
+    assert_true(st.fragmentation > 0.7499 && st.fragmentation < 0.7501);
+    assert_int_equal(st.buckets[7].free_blocks, 0);
+    assert_int_equal(st.buckets[6].free_blocks, 4);
+    assert_int_equal(st.buckets[6].live_blocks, 4);
+    assert_int_equal(pool_alloc(p, 0, 2 * GiB, &a), POOL_ENOMEM);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.failed_allocs, 2);
+    check_pool(p);
+    blk[1] = must_alloc(p, GiB);
+    pool_get_stats(p, &st);
+    assert_true(st.fragmentation > 0.6666 && st.fragmentation < 0.6667);
+    for (int i = 0; i < 8; i++)
+        if (i % 2 == 0 || i == 1)
+            must_free(p, blk[i]);
+    assert_one_free_block(p, 8 * GiB);
+    pool_destroy(p);
+}
+
+static void coalesce_in_order(int order, uint64_t seed)
+{
+    const size_t size = 64 * MiB;
+    pool_t *p = pool_create(0x300000000ull, size);
+    uintptr_t live[400];
+    size_t n = 0;
+    while (n < 400) {
+        /* Mixed: mostly small (chunked), some large. */
+        size_t g = rng_next(&seed) % 4 == 0 ? rng_range(&seed, MiB + 1, 3 * MiB)
+                                            : rng_range(&seed, 1, 200 * KiB);
+        uintptr_t a;
+        int rc = pool_alloc(p, g, g, &a);
+        if (rc == POOL_ENOMEM)
+            break;
+        assert_int_equal(rc, POOL_OK);
+        live[n++] = a;
+        check_pool(p);
+    }
+    assert_true(n > 50);
+    if (order == 1) {
+        for (size_t i = 0; i < n / 2; i++) {
+            uintptr_t t = live[i];
+            live[i] = live[n - 1 - i];
+            live[n - 1 - i] = t;
+        }
+    } else if (order == 2) {
+        shuffle(live, n, &seed);
+    }
+    for (size_t i = 0; i < n; i++)
+        must_free(p, live[i]);
+    assert_one_free_block(p, size);
+    pool_destroy(p);
+}
+
+static void test_coalesce_forward(void **state)
+{
+    (void)state;
+    coalesce_in_order(0, 1);
+}
+
+static void test_coalesce_reverse(void **state)
+{
+    (void)state;
+    coalesce_in_order(1, 2);
+}
+
+static void test_coalesce_random(void **state)
+{
+    (void)state;
+    for (uint64_t s = 3; s < 8; s++)
+        coalesce_in_order(2, s);
+}
+
+/* Small blocks live in chunks carved from the top of free space; large blocks from the bottom.
+ * After the small ones are freed, the large free space is one piece again. */
+static void test_small_segregation(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0x400000000ull;
+    const size_t size = GiB;
+    pool_t *p = pool_create(base, size);
+    uintptr_t large[40], small[40 * 30];
+    size_t nl = 0, ns = 0, large_bytes = 0;
+    uint64_t seed = 7;
+    for (int round = 0; round < 40; round++) {
+        size_t g = rng_range(&seed, 2 * MiB, 12 * MiB);
+        large[nl++] = must_alloc(p, g);
+        large_bytes += pl_align_up(g);
+        for (int k = 0; k < 30; k++)
+            small[ns++] = must_alloc(p, rng_range(&seed, 1, 256 * KiB));
+    }
+    /* Large blocks are packed at the bottom of the range, with no chunk in between. */
+    for (size_t i = 0; i < nl; i++) {
+        size_t g;
+        assert_int_equal(pool_block_size(p, large[i], &g, NULL), POOL_OK);
+        assert_true(large[i] + g <= base + large_bytes);
+    }
+    for (size_t i = 0; i < ns; i++)
+        assert_true(small[i] >= base + large_bytes);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_true(st.buckets[0].live_blocks + st.buckets[1].live_blocks + st.buckets[2].live_blocks ==
+                ns);
+    shuffle(small, ns, &seed);
+    for (size_t i = 0; i < ns; i++)
+        must_free(p, small[i]);
+    walk_sum_t w = walk_sum(p);
+    pool_get_stats(p, &st);
+    /* One free piece above the large blocks, plus at most the cached spare chunk. */
+    assert_true(w.free_blocks <= 2);
+    assert_true(st.largest_free_bytes >= st.free_bytes - PL_CHUNK_BYTES);
+    assert_int_equal(st.free_bytes, size - large_bytes);
+    uintptr_t a = must_alloc(p, size - large_bytes - PL_CHUNK_BYTES);
+    must_free(p, a);
+    for (size_t i = 0; i < nl; i++)
+        must_free(p, large[i]);
+    assert_one_free_block(p, size);
+    pool_destroy(p);
+}
+
+/* A chunk that empties while others are in use stays as the spare; the pool gives it back when
+ * nothing is live; a pool smaller than a chunk serves small requests from the large heap. */
+static void test_spare_chunk_and_tiny_pool(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x500000000ull, 64 * MiB);
+    uintptr_t keep = must_alloc(p, 2 * MiB);
+    uintptr_t s1 = must_alloc(p, 512 * KiB);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_blocks, 2); /* rest of the chunk, rest of the large heap */
+    must_free(p, s1);                    /* chunk empties: kept as the spare */
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_blocks, 2);
+    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - PL_CHUNK_BYTES);
+    /* A large request larger than the rest of the large heap takes the spare back. */
+    uintptr_t big = must_alloc(p, 62 * MiB);
+    must_free(p, big);
+    must_free(p, keep);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+
+    p = pool_create(0x600000000ull, 3 * MiB); /* smaller than one chunk */
+    uintptr_t a = must_alloc(p, 100);
+    uintptr_t b = must_alloc(p, 2 * MiB);
+    uintptr_t c = must_alloc(p, 900 * KiB);
+    uintptr_t d;
+    assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d), POOL_ENOMEM);
+    must_free(p, b);
+    must_free(p, a);
+    must_free(p, c);
+    assert_one_free_block(p, 3 * MiB);
+    pool_destroy(p);
+}
+
+static void test_stats_consistency(void **state)
+{
+    (void)state;
+    assert_int_equal(pool_bucket_of(1), 0);
+    for (int k = 0; k < POOL_NBUCKETS - 1; k++) {
+        assert_int_equal(pool_bucket_of(pool_bucket_limit[k]), k);
+        assert_int_equal(pool_bucket_of(pool_bucket_limit[k] + 1), k + 1);
+    }
+    assert_int_equal(pool_bucket_of(SIZE_MAX), POOL_NBUCKETS - 1);
+    assert_int_equal(pool_bucket_limit[0], KiB);
+    assert_int_equal(pool_bucket_limit[2], 256 * KiB);
+
+    pool_t *p = pool_create(0x700000000ull, 4 * GiB + 4096 + 3);
+    uintptr_t live[600];
+    size_t n = 0, granted_sum = 0, requested_sum = 0;
+    uint64_t seed = 99;
+    for (int step = 0; step < 3000; step++) {
+        if (n < 600 && (n == 0 || rng_next(&seed) % 100 < 60)) {
+            /* log-uniform 1 B .. 2 GiB */
+            unsigned bits = (unsigned)rng_range(&seed, 0, 31);
+            size_t g = rng_range(&seed, (size_t)1 << bits, ((size_t)2 << bits) - 1);
+            size_t r = g - g / 3;
+            uintptr_t a;
+            int rc = pool_alloc(p, r, g, &a);
+            if (rc == POOL_OK) {
+                live[n++] = a;
+                granted_sum += g;
+                requested_sum += r;
+            } else {
+                assert_int_equal(rc, POOL_ENOMEM);
+            }
+        } else {
+            size_t i = (size_t)(rng_next(&seed) % n), g, r;
+            assert_int_equal(pool_free(p, live[i], &g, &r), POOL_OK);
+            granted_sum -= g;
+            requested_sum -= r;
+            live[i] = live[--n];
+        }
+        if (step % 50)
+            continue;
+        check_pool(p);
+        pool_stats_t st;
+        pool_get_stats(p, &st);
+        walk_sum_t w = walk_sum(p);
+        assert_int_equal(st.live_blocks, n);
+        assert_int_equal(st.allocated_bytes, granted_sum);
+        assert_int_equal(st.requested_bytes, requested_sum);
+        assert_int_equal(w.live_blocks, n);
+        assert_int_equal(w.live_bytes, granted_sum);
+        assert_int_equal(w.free_blocks, st.free_blocks);
+        assert_int_equal(w.free_bytes, st.free_bytes);
+        assert_int_equal(w.largest, st.largest_free_bytes);
+        assert_int_equal(st.overhead_bytes, st.reserved_bytes - st.allocated_bytes - st.free_bytes);
+        double frag = st.free_bytes ? 1.0 - (double)w.largest / (double)st.free_bytes : 0.0;
+        assert_true(st.fragmentation == frag);
+        assert_true(st.fragmentation >= 0.0 && st.fragmentation < 1.0);
+        uint64_t lb = 0, fb = 0;
+        size_t lbytes = 0, fbytes = 0;
+        for (int k = 0; k < POOL_NBUCKETS; k++) {
+            lb += st.buckets[k].live_blocks;
+            lbytes += st.buckets[k].live_bytes;
+            fb += st.buckets[k].free_blocks;
+            fbytes += st.buckets[k].free_bytes;
+        }
+        assert_int_equal(lb, st.live_blocks);
+        assert_int_equal(lbytes, st.allocated_bytes);
+        assert_int_equal(fb, st.free_blocks);
+        assert_int_equal(fbytes, st.free_bytes);
+        assert_true(st.peak_allocated_bytes >= st.allocated_bytes);
+    }
+    while (n > 0)
+        must_free(p, live[--n]);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.allocs, st.frees);
+    pool_destroy(p);
+}
+
+/* A request can be served by a block of its own size class that is not at the head of the
+ * class list when no larger class has a block (TLSF's bounded probe). */
+static void test_exact_class_probe(void **state)
+{
+    (void)state;
+    const size_t size = 16 * MiB;
+    pool_t *p = pool_create(0xa00000000ull, size);
+    const size_t A = 2 * MiB + 8 * KiB, B = 2 * MiB + 32 * KiB, R = 2 * MiB + 16 * KiB;
+    unsigned fa, sa, fb, sb, fr, sr;
+    pheap_mapping(A, &fa, &sa);
+    pheap_mapping(B, &fb, &sb);
+    pheap_mapping(R, &fr, &sr);
+    assert_true(fa == fb && fb == fr && sa == sb && sb == sr); /* one class */
+    uintptr_t a = must_alloc(p, A), s1 = must_alloc(p, 3 * MiB / 2);
+    uintptr_t b = must_alloc(p, B), s2 = must_alloc(p, 3 * MiB / 2);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    uintptr_t rest = must_alloc(p, st.free_bytes);
+    must_free(p, b);
+    must_free(p, a); /* head of the class list now: too small for R */
+    uintptr_t r;
+    assert_int_equal(pool_alloc(p, R, R, &r), POOL_OK);
+    assert_int_equal(r, b);
+    check_pool(p);
+    assert_int_equal(pool_alloc(p, 0, B + 64, &r), POOL_ENOMEM); /* nothing that large */
+    must_free(p, b);
+    must_free(p, s1);
+    must_free(p, s2);
+    must_free(p, rest);
+    assert_one_free_block(p, size);
+    pool_destroy(p);
+}
+
+/* Thousands of live blocks: the address map grows (incrementally, checked while the migration
+ * is in flight) and the descriptor slab takes several pages. */
+static void test_many_blocks(void **state)
+{
+    (void)state;
+    enum { N = 6000 };
+    pool_t *p = pool_create(0x900000000ull, 256 * MiB);
+    uintptr_t *live = malloc(N * sizeof *live);
+    uint64_t seed = 17;
+    for (size_t i = 0; i < N; i++) {
+        size_t g = rng_range(&seed, 1, 8 * KiB);
+        assert_int_equal(pool_alloc(p, g, g, &live[i]), POOL_OK);
+        if (i < 2500 || i % 100 == 0)
+            check_pool(p);
+    }
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.live_blocks, N);
+    shuffle(live, N, &seed);
+    for (size_t i = 0; i < N; i++) {
+        assert_int_equal(pool_free(p, live[i], NULL, NULL), POOL_OK);
+        if (i % 100 == 0)
+            check_pool(p);
+    }
+    assert_one_free_block(p, 256 * MiB);
+    check_pool(p);
+    free(live);
+    pool_destroy(p);
+}
+
+static int stop_at_second(void *ctx, uintptr_t addr, size_t size, int is_free)
+{
+    (void)addr;
+    (void)size;
+    (void)is_free;
+    return ++*(int *)ctx == 2 ? 77 : 0;
+}
+
+static void test_walk_stops(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x800000000ull, 64 * MiB);
+    uintptr_t a = must_alloc(p, 2 * MiB), b = must_alloc(p, 3 * MiB);
+    int calls = 0;
+    assert_int_equal(pool_walk(p, stop_at_second, &calls), 77);
+    assert_int_equal(calls, 2);
+    must_free(p, a);
+    must_free(p, b);
+    pool_destroy(p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_args),
+        cmocka_unit_test(test_edge_sizes),
+        cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_exhaustion),
+        cmocka_unit_test(test_oom_puzzle),
+        cmocka_unit_test(test_coalesce_forward),
+        cmocka_unit_test(test_coalesce_reverse),
+        cmocka_unit_test(test_coalesce_random),
+        cmocka_unit_test(test_small_segregation),
+        cmocka_unit_test(test_spare_chunk_and_tiny_pool),
+        cmocka_unit_test(test_stats_consistency),
+        cmocka_unit_test(test_exact_class_probe),
+        cmocka_unit_test(test_many_blocks),
+        cmocka_unit_test(test_walk_stops),
+    };
+    return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
+}

@@ -1,0 +1,273 @@
+/* tests/unit/test_pool_random.c — seeded random alloc/free sequences against a reference model.
+ *
+ * The model is a sorted array of live [addr, addr + ALIGN_UP(granted, 64)).  Every successful
+ * alloc must be aligned, inside the usable range and overlap nothing in the model; every
+ * ENOMEM must be honest (no free block the request could use was large enough); every free
+ * returns what the alloc recorded.  pool_check() runs after every operation; the pool's
+ * counters are compared with the model's sums.  Sizes are log-uniform from 1 byte to the whole
+ * pool, mixed with the exact edge sizes.  Invalid frees (random in-range addresses, outside
+ * addresses) must leave the pool unchanged.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pool.h"
+#include "pool_internal.h" /* to verify that an ENOMEM was honest */
+
+#define MiB ((size_t)1 << 20)
+
+typedef struct live {
+    uintptr_t addr;   /* block start */
+    size_t granted;   /* bytes given to pool_alloc */
+    size_t requested; /* bytes given as requested */
+} live_t;
+
+typedef struct model {
+    live_t *v;        /* sorted by addr */
+    size_t n;         /* entries */
+    size_t cap;       /* capacity */
+    size_t granted;   /* sum of granted */
+    size_t requested; /* sum of requested */
+} model_t;
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) / 9007199254740992.0; }
+
+static void check_pool(pool_t *p, uint64_t seed, long step)
+{
+    char why[256];
+    int bad = pool_check(p, why, sizeof why);
+    if (bad)
+        print_error("seed %llu step %ld: pool_check: %d violations, first: %s\n",
+                    (unsigned long long)seed, step, bad, why);
+    assert_int_equal(bad, 0);
+}
+
+/* First index with v[i].addr >= addr. */
+static size_t model_lower(const model_t *m, uintptr_t addr)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->v[mid].addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void model_add(model_t *m, live_t e)
+{
+    size_t i = model_lower(m, e.addr);
+    size_t end = e.addr + pl_align_up(e.granted);
+    if (i < m->n)
+        assert_true(end <= m->v[i].addr); /* no overlap with the block above */
+    if (i > 0)
+        assert_true(m->v[i - 1].addr + pl_align_up(m->v[i - 1].granted) <= e.addr);
+    if (m->n == m->cap) {
+        m->cap = m->cap ? 2 * m->cap : 256;
+        m->v = realloc(m->v, m->cap * sizeof *m->v);
+        assert_non_null(m->v);
+    }
+    memmove(&m->v[i + 1], &m->v[i], (m->n - i) * sizeof *m->v);
+    m->v[i] = e;
+    m->n++;
+    m->granted += e.granted;
+    m->requested += e.requested;
+}
+
+static live_t model_take(model_t *m, size_t i)
+{
+    live_t e = m->v[i];
+    memmove(&m->v[i], &m->v[i + 1], (m->n - i - 1) * sizeof *m->v);
+    m->n--;
+    m->granted -= e.granted;
+    m->requested -= e.requested;
+    return e;
+}
+
+/* Largest free block a request of `need` bytes could have used (white box: for a large request
+ * only the large heap counts, plus an empty spare chunk that would have been given back). */
+static size_t usable_free(pool_t *p, size_t need)
+{
+    size_t best = 0;
+    for (const pblock_t *b = p->large_first; b; b = b->phys_next) {
+        if (b->state == PB_FREE && b->size > best)
+            best = b->size;
+        if (b->state != PB_CHUNK)
+            continue;
+        for (const pblock_t *s = b->first; s; s = s->phys_next)
+            if (s->state == PB_FREE && (need <= PL_SMALL_MAX || b == p->spare_chunk) &&
+                s->size > best)
+                best = s->size;
+    }
+    return best;
+}
+
+static size_t pick_size(uint64_t *s, size_t usable)
+{
+    static const size_t edge[] = {1, 63, 64, 65, MiB - 1, MiB, MiB + 1};
+    unsigned r = (unsigned)(rng_next(s) % 100);
+    if (r < 6)
+        return edge[rng_next(s) % (sizeof edge / sizeof edge[0])];
+    if (r == 6)
+        return usable;
+    if (r == 7)
+        return usable + 1 + (size_t)(rng_next(s) % 100);
+    double x = exp(rng_unit(s) * log((double)usable));
+    size_t v = (size_t)x;
+    return v < 1 ? 1 : v > usable ? usable : v;
+}
+
+/* The checker is O(blocks + map slots) per step; TSan makes it ~15x slower and this file has no
+ * threads, so its sequences are shortened there (they run in full in the plain and ASan builds). */
+#if defined(__SANITIZE_THREAD__)
+#define STEP_SCALE 4
+#else
+#define STEP_SCALE 1
+#endif
+
+static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps, int alloc_pct)
+{
+    steps /= STEP_SCALE;
+    pool_t *p = pool_create(base, size);
+    assert_non_null(p);
+    uintptr_t ubase = (base + 63) & ~(uintptr_t)63, uend = (base + size) & ~(uintptr_t)63;
+    size_t usable = uend - ubase;
+    model_t m = {0};
+    uint64_t s = seed;
+    uint64_t ok_allocs = 0, enomem = 0, frees = 0, invalid = 0;
+    for (long step = 0; step < steps; step++) {
+        unsigned op = (unsigned)(rng_next(&s) % 100);
+        if (op < 3) {
+            /* invalid free: random address, in range (not a live start) or out of range */
+            uintptr_t a = op == 0 ? base + (uintptr_t)(rng_next(&s) % size)
+                        : op == 1 ? ubase + (uintptr_t)((rng_next(&s) % (usable / 64)) * 64)
+                                  : (rng_next(&s) & 1 ? base - 1 - rng_next(&s) % 4096
+                                                      : base + size + rng_next(&s) % 4096);
+            size_t i = model_lower(&m, a);
+            if (i < m.n && m.v[i].addr == a)
+                continue;
+            pool_stats_t before, after;
+            pool_get_stats(p, &before);
+            int rc = pool_free(p, a, NULL, NULL);
+            assert_int_equal(rc, pool_contains(p, a) ? POOL_ENOTLIVE : POOL_ENOTOWNED);
+            pool_get_stats(p, &after);
+            before.invalid_frees++;
+            assert_memory_equal(&before, &after, sizeof before);
+            invalid++;
+        } else if (m.n == 0 || op < (unsigned)alloc_pct) {
+            size_t g = pick_size(&s, usable);
+            size_t r = (size_t)(rng_next(&s) % (g + 1));
+            uintptr_t a = 0;
+            int rc = pool_alloc(p, r, g, &a);
+            if (g > usable) {
+                assert_int_equal(rc, POOL_EINVAL);
+            } else if (rc == POOL_OK) {
+                assert_int_equal(a % POOL_ALIGN, 0);
+                assert_true(a >= ubase && a <= uend && uend - a >= g);
+                model_add(&m, (live_t){a, g, r});
+                ok_allocs++;
+            } else {
+                assert_int_equal(rc, POOL_ENOMEM);
+                size_t need = pl_align_up(g), have = usable_free(p, need);
+                if (have >= need)
+                    print_error("seed %llu step %ld: ENOMEM for %zu bytes with a %zu-byte "
+                                "free block\n",
+                                (unsigned long long)seed, step, need, have);
+                assert_true(have < need);
+                enomem++;
+            }
+        } else {
+            size_t i = (size_t)(rng_next(&s) % m.n);
+            live_t e = model_take(&m, i);
+            size_t g = 0, r = 0;
+            assert_int_equal(pool_free(p, e.addr, &g, &r), POOL_OK);
+            assert_int_equal(g, e.granted);
+            assert_int_equal(r, e.requested);
+            frees++;
+        }
+        check_pool(p, seed, step);
+        pool_stats_t st;
+        pool_get_stats(p, &st);
+        assert_int_equal(st.live_blocks, m.n);
+        assert_int_equal(st.allocated_bytes, m.granted);
+        assert_int_equal(st.requested_bytes, m.requested);
+        assert_int_equal(st.allocs, ok_allocs);
+        assert_int_equal(st.frees, frees);
+        assert_int_equal(st.failed_allocs, enomem);
+        assert_int_equal(st.invalid_frees, invalid);
+        assert_int_equal(st.allocated_bytes + st.free_bytes + st.overhead_bytes, size);
+    }
+    /* Every kind of outcome happened. */
+    assert_true(ok_allocs > 100 / STEP_SCALE && frees > 100 / STEP_SCALE);
+    assert_true(enomem > 10 / STEP_SCALE && invalid > 10 / STEP_SCALE);
+    while (m.n > 0) {
+        live_t e = model_take(&m, (size_t)(rng_next(&s) % m.n));
+        assert_int_equal(pool_free(p, e.addr, NULL, NULL), POOL_OK);
+        check_pool(p, seed, -1);
+    }
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_blocks, 1);
+    assert_int_equal(st.free_bytes, usable);
+    assert_true(st.fragmentation == 0.0);
+    free(m.v);
+    pool_destroy(p);
+}
+
+static void test_random_64m_unaligned(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 4; seed++)
+        run_sequence(seed, 0x7f1234560010ull + seed * 8, 64 * MiB + 37 * seed, 4000, 55);
+}
+
+static void test_random_small_pool(void **state)
+{
+    (void)state;
+    /* Smaller than two chunks: exercises the small-request fallback to the large heap. */
+    for (uint64_t seed = 11; seed <= 13; seed++)
+        run_sequence(seed, 0x10000000ull, 7 * MiB + 4096, 3000, 55);
+}
+
+static void test_random_large_pool(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 21; seed <= 23; seed++)
+        run_sequence(seed, 0x100000000000ull, (size_t)16 << 30, 3000, 60);
+}
+
+static void test_random_alloc_heavy(void **state)
+{
+    (void)state;
+    /* Mostly allocations: the pool lives near exhaustion. */
+    run_sequence(31, 0x20000000ull, 256 * MiB, 5000, 80);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_64m_unaligned),
+        cmocka_unit_test(test_random_small_pool),
+        cmocka_unit_test(test_random_large_pool),
+        cmocka_unit_test(test_random_alloc_heavy),
+    };
+    return cmocka_run_group_tests_name("pool_random", tests, NULL, NULL);
+}

@@ -1,0 +1,538 @@
+/* tests/unit/test_report.c — report contents, growth, free map cap, oom reports, paths, failures.
+ *
+ * A real pool over a made-up address range plays the device; allocations are made "as the shim
+ * does" (capture, pool_alloc, ledger_record_alloc) from named functions, some of them `static`
+ * (this binary has no -rdynamic), and every report is read back with cJSON and checked: sites,
+ * exact counts and bytes, function names and source lines, mutually consistent pool figures.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "report_test_util.h"
+
+static int line_small, line_big, line_temp, line_oom;
+
+__attribute__((noipa)) static uintptr_t leak_small(void)
+{
+    line_small = __LINE__ + 1;
+    uint32_t sid = ledger_capture_stack(0);
+    return rt_alloc(0, 1000, sid);
+}
+
+__attribute__((noipa)) uintptr_t leak_big(void) /* global: found in .symtab and .dynsym alike */
+{
+    line_big = __LINE__ + 1;
+    uint32_t sid = ledger_capture_stack(0);
+    return rt_alloc(0, (size_t)1 << 20, sid);
+}
+
+__attribute__((noipa)) static void temporary_work(void)
+{
+    for (int i = 0; i < 50; i++) {
+        line_temp = __LINE__ + 1;
+        uint32_t sid = ledger_capture_stack(0);
+        uintptr_t a = rt_alloc(0, 4096 + (size_t)i, sid);
+        rt_free(0, a);
+    }
+}
+
+static void reset_all(void)
+{
+    report_stop_background();
+    ledger_clear();
+    for (int d = 0; d < RT_DEVICES; d++) {
+        if (rt_pool[d]) pool_destroy(rt_pool[d]);
+        rt_pool[d] = NULL;
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    reset_all();
+    unsetenv("NPUPOOL_REPORT_FREE_MAP");
+    unsetenv("NPUPOOL_REPORT_INTERVAL");
+    unsetenv("NPUPOOL_REPORT_SIGNAL");
+    unsetenv("NPUPOOL_REPORT_SYMBOLS");
+    unsetenv("NPUPOOL_REPORT_OOM_MAX");
+    char pattern[400];
+    snprintf(pattern, sizeof pattern, "%s/report-%%n.json", rt_dir);
+    setenv("NPUPOOL_REPORT", pattern, 1);
+    ledger_init(16);
+    report_init(&rt_source);
+    return 0;
+}
+
+static const cJSON *find_leak(const cJSON *doc, const char *function)
+{
+    const cJSON *l;
+    cJSON_ArrayForEach(l, rt_get(doc, "leaks"))
+    {
+        const cJSON *f0 = cJSON_GetArrayItem(rt_get(l, "frames"), 0);
+        const char *fn = rt_str(f0, "function");
+        if (fn && !strcmp(fn, function)) return l;
+    }
+    return NULL;
+}
+
+static void check_frame0(const cJSON *leak, const char *function, int line)
+{
+    const cJSON *f0 = cJSON_GetArrayItem(rt_get(leak, "frames"), 0);
+    assert_non_null(f0);
+    assert_string_equal(rt_str(f0, "function"), function);
+    assert_non_null(strstr(rt_str(f0, "module"), "test_report"));
+    assert_true(rt_num(f0, "offset") > 0);
+    assert_non_null(rt_str(f0, "build_id"));
+    assert_non_null(rt_str(f0, "file"));
+    const char *file = rt_str(f0, "file");
+    assert_string_equal(file + strlen(file) - strlen("tests/unit/test_report.c"), "tests/unit/test_report.c");
+    assert_int_equal((int)rt_num(f0, "line"), line);
+}
+
+/* ---- paths ------------------------------------------------------------------------------------- */
+
+static void test_expand_path(void **state)
+{
+    (void)state;
+    char out[256], want[256];
+    setenv("RANK", "3", 1);
+    assert_int_equal(report_expand_path("a-%p-%n-%r-%%-%x.json", 7, out, sizeof out), 0);
+    snprintf(want, sizeof want, "a-%d-7-3-%%-%%x.json", (int)getpid());
+    assert_string_equal(out, want);
+    unsetenv("RANK");
+    setenv("LOCAL_RANK", "5", 1);
+    assert_int_equal(report_expand_path("%r", 1, out, sizeof out), 0);
+    assert_string_equal(out, "5");
+    unsetenv("LOCAL_RANK");
+    assert_int_equal(report_expand_path("%r", 1, out, sizeof out), 0);
+    assert_string_equal(out, "0");
+    assert_int_equal(report_expand_path("t%t", 1, out, sizeof out), 0);
+    assert_int_equal(strlen(out), 1 + 16); /* t + YYYYmmddTHHMMSSZ */
+    assert_int_equal(report_expand_path(NULL, 2, out, sizeof out), 0);
+    snprintf(want, sizeof want, "npupool-report-%d-2.json", (int)getpid());
+    assert_string_equal(out, want);
+    assert_int_equal(report_expand_path("0123456789-%p", 1, out, 8), -1); /* does not fit */
+}
+
+/* ---- contents ---------------------------------------------------------------------------------- */
+
+static void test_exit_report_names_the_leaks(void **state)
+{
+    (void)state;
+    rt_make_pool(0, (size_t)64 << 20);
+    uintptr_t small[3], big[2];
+    volatile int three = 3, two = 2; /* real loops: one call site each (no unrolling) */
+    for (int i = 0; i < three; i++) small[i] = leak_small();
+    for (int i = 0; i < two; i++) big[i] = leak_big();
+    temporary_work();
+    for (int i = 0; i < 3; i++) assert_int_not_equal(small[i], 0);
+    for (int i = 0; i < 2; i++) assert_int_not_equal(big[i], 0);
+    report_at_exit();
+    cJSON *doc = rt_last_report();
+    assert_non_null(doc);
+    assert_string_equal(rt_str(doc, "schema"), "npupool-report/1");
+    assert_string_equal(rt_str(doc, "trigger"), "exit");
+    assert_int_equal((int)rt_num(doc, "process.pid"), getpid());
+    assert_non_null(strstr(rt_str(doc, "process.exe"), "test_report"));
+    assert_true(cJSON_IsArray(rt_get(doc, "process.cmdline")));
+    assert_non_null(rt_str(doc, "process.hostname"));
+    assert_non_null(rt_str(doc, "process.start_time"));
+    assert_non_null(rt_str(doc, "process.dump_time"));
+    assert_string_equal(rt_str(doc, "config.NPUPOOL_RATIO"), "0.8");
+    assert_non_null(rt_str(doc, "config.NPUPOOL_REPORT"));
+    assert_string_equal(rt_str(doc, "config.NPUPOOL_BACKTRACE_DEPTH"), "16");
+    /* exactly the two planted sites, biggest first, exact figures */
+    const cJSON *leaks = rt_get(doc, "leaks");
+    assert_int_equal(cJSON_GetArraySize(leaks), 2);
+    const cJSON *l0 = cJSON_GetArrayItem(leaks, 0), *l1 = cJSON_GetArrayItem(leaks, 1);
+    assert_ptr_equal(find_leak(doc, "leak_big"), l0);
+    assert_ptr_equal(find_leak(doc, "leak_small"), l1);
+    assert_int_equal((long)rt_num(l0, "count"), 2);
+    assert_int_equal((long)rt_num(l0, "bytes"), 2L << 20);
+    assert_int_equal((long)rt_num(l0, "granted_bytes"), 2 * ((1L << 20) + 32));
+    assert_int_equal((long)rt_num(l1, "count"), 3);
+    assert_int_equal((long)rt_num(l1, "bytes"), 3000);
+    assert_int_equal((long)rt_num(l1, "granted_bytes"), 3 * (1024 + 32));
+    assert_int_equal((long)rt_num(l1, "growth.count"), 3); /* first report: growth = everything */
+    assert_int_equal((long)rt_num(l1, "growth.bytes"), 3000);
+    assert_int_equal((int)rt_num(l1, "device"), 0);
+    assert_true(rt_num(l1, "oldest_age_s") >= 0);
+    assert_string_equal(rt_str(l1, "entry_point"), "aclrtMalloc");
+    assert_int_equal((long)rt_num(l1, "origins.pool"), 3);
+    check_frame0(l0, "leak_big", line_big);
+    check_frame0(l1, "leak_small", line_small);
+    /* the second frame is this test function */
+    const cJSON *f1 = cJSON_GetArrayItem(rt_get(l1, "frames"), 1);
+    assert_string_equal(rt_str(f1, "function"), "test_exit_report_names_the_leaks");
+    /* devices and consistent pool figures */
+    const cJSON *devs = rt_get(doc, "devices");
+    assert_int_equal(cJSON_GetArraySize(devs), 1);
+    const cJSON *d0 = cJSON_GetArrayItem(devs, 0);
+    assert_int_equal((int)rt_num(d0, "device"), 0);
+    assert_int_equal((long)rt_num(d0, "pool.reserved_bytes"), 64L << 20);
+    assert_int_equal((long)rt_num(d0, "pool.allocated_bytes"), 2 * ((1L << 20) + 32) + 3 * (1024 + 32));
+    assert_int_equal((long)rt_num(d0, "pool.requested_bytes"), (2L << 20) + 3000);
+    assert_int_equal((long)rt_num(d0, "pool.live_blocks"), 5);
+    assert_true(rt_num(d0, "pool.peak_allocated_bytes") >= rt_num(d0, "pool.allocated_bytes"));
+    assert_true(cJSON_IsTrue(rt_get(d0, "pool.snapshot_consistent")));
+    assert_int_equal((long)rt_num(d0, "counters.allocs"), 55);
+    assert_int_equal((long)rt_num(d0, "counters.frees"), 50);
+    assert_int_equal((long)rt_num(d0, "live_allocations"), 5);
+    assert_int_equal(cJSON_GetArraySize(rt_get(d0, "buckets")), POOL_NBUCKETS);
+    rt_check_pool_consistency(d0);
+    /* the live map names each block's site: 2 blocks of leak_big (index 0), 3 of leak_small (1) */
+    const cJSON *lm = rt_get(d0, "live_map"), *e;
+    assert_int_equal(cJSON_GetArraySize(lm), 5);
+    int per_site[2] = {0, 0};
+    cJSON_ArrayForEach(e, lm)
+    {
+        assert_int_equal(cJSON_GetArraySize(e), 3);
+        int site = (int)cJSON_GetArrayItem(e, 2)->valuedouble;
+        assert_true(site == 0 || site == 1);
+        per_site[site]++;
+        assert_int_equal((long)cJSON_GetArrayItem(e, 1)->valuedouble, site == 0 ? (1L << 20) + 32 : 1024 + 32);
+    }
+    assert_int_equal(per_site[0], 2);
+    assert_int_equal(per_site[1], 3);
+    assert_null(rt_get(doc, "oom"));
+    cJSON_Delete(doc);
+    /* nothing half-written stays behind */
+    assert_int_equal(rt_count_files(".tmp."), 0);
+}
+
+__attribute__((noipa)) static void make_leaks(int nsmall, int nbig, uintptr_t *big)
+{
+    for (int i = 0; i < nsmall; i++) leak_small();
+    for (int i = 0; i < nbig; i++) big[i] = leak_big();
+}
+
+static void test_growth_between_reports(void **state)
+{
+    (void)state;
+    /* Two frames (the leaking function and make_leaks): the test's own call sites do not matter. */
+    ledger_init(2);
+    rt_make_pool(0, (size_t)64 << 20);
+    uintptr_t big[3];
+    make_leaks(3, 3, big);
+    assert_int_equal(report_write(REPORT_INTERVAL, -1), 0);
+    /* small grows by 2, big shrinks by 1, temporary allocations leave nothing */
+    make_leaks(2, 0, big);
+    rt_free(0, big[0]);
+    temporary_work();
+    assert_int_equal(report_write(REPORT_INTERVAL, -1), 0);
+    cJSON *doc = rt_last_report();
+    assert_string_equal(rt_str(doc, "trigger"), "interval");
+    const cJSON *s = find_leak(doc, "leak_small"), *b = find_leak(doc, "leak_big");
+    assert_non_null(s);
+    assert_non_null(b);
+    assert_int_equal((long)rt_num(s, "count"), 5);
+    assert_int_equal((long)rt_num(s, "growth.count"), 2);
+    assert_int_equal((long)rt_num(s, "growth.bytes"), 2000);
+    assert_int_equal((long)rt_num(b, "growth.count"), -1);
+    assert_int_equal((long)rt_num(b, "growth.bytes"), -(1L << 20));
+    assert_null(find_leak(doc, "temporary_work"));
+    assert_int_equal(cJSON_GetArraySize(rt_get(doc, "leaks")), 2);
+    assert_int_equal(cJSON_GetArraySize(rt_get(s, "frames")), 2);
+    cJSON_Delete(doc);
+    /* nothing changed: no growth anywhere */
+    temporary_work();
+    assert_int_equal(report_write(REPORT_INTERVAL, -1), 0);
+    doc = rt_last_report();
+    const cJSON *l;
+    cJSON_ArrayForEach(l, rt_get(doc, "leaks"))
+    {
+        assert_int_equal((long)rt_num(l, "growth.count"), 0);
+        assert_int_equal((long)rt_num(l, "growth.bytes"), 0);
+    }
+    cJSON_Delete(doc);
+}
+
+__attribute__((noipa)) static void fragment_pool(uintptr_t *blocks, int n)
+{
+    for (int i = 0; i < n; i++) blocks[i] = rt_alloc(0, (size_t)(i + 1) * 3 << 20, 0);
+    for (int i = 0; i < n; i += 2) rt_free(0, blocks[i]);
+}
+
+static void test_free_map_cap_keeps_largest(void **state)
+{
+    (void)state;
+    setenv("NPUPOOL_REPORT_FREE_MAP", "3", 1);
+    report_init(&rt_source);
+    rt_make_pool(0, (size_t)1 << 30);
+    uintptr_t blocks[20];
+    fragment_pool(blocks, 20);
+    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
+    cJSON *doc = rt_last_report();
+    const cJSON *d0 = cJSON_GetArrayItem(rt_get(doc, "devices"), 0);
+    const cJSON *fm = rt_get(d0, "free_map");
+    assert_int_equal(cJSON_GetArraySize(fm), 3);
+    assert_true(rt_num(d0, "free_map_omitted") >= 8);
+    assert_true(rt_num(d0, "pool.fragmentation") > 0.3);
+    rt_check_pool_consistency(d0); /* includes: the largest free block is listed */
+    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_FREE_MAP"), "3");
+    cJSON_Delete(doc);
+    /* cap 0: no map at all, everything counted */
+    setenv("NPUPOOL_REPORT_FREE_MAP", "0", 1);
+    report_init(&rt_source);
+    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
+    doc = rt_last_report();
+    d0 = cJSON_GetArrayItem(rt_get(doc, "devices"), 0);
+    assert_int_equal(cJSON_GetArraySize(rt_get(d0, "free_map")), 0);
+    assert_int_equal(rt_num(d0, "free_map_omitted"), rt_num(d0, "pool.free_blocks"));
+    cJSON_Delete(doc);
+}
+
+/* ---- oom --------------------------------------------------------------------------------------- */
+
+/* The seeds' puzzle: 1 GiB blocks fill the pool, every other one is freed, 2 GiB cannot fit. */
+__attribute__((noipa)) static int ask_for_two_gib(void)
+{
+    line_oom = __LINE__ + 1;
+    uint32_t sid = ledger_capture_stack(0);
+    uintptr_t a = rt_alloc(0, (size_t)2 << 30, sid);
+    if (a) return 0;
+    pool_stats_t st;
+    pool_get_stats(rt_pool[0], &st);
+    report_oom_info_t info = {(size_t)2 << 30, 0, "aclrtMalloc", st.free_bytes, st.largest_free_bytes, sid,
+                              ((size_t)2 << 30) + 32};
+    report_oom(&info);
+    return 207001;
+}
+
+static void test_oom_report_explains_fragmentation(void **state)
+{
+    (void)state;
+    rt_make_pool(0, 12 * (((size_t)1 << 30) + 64)); /* exactly 12 blocks of 1 GiB (+ padding) */
+    uintptr_t blocks[16];
+    int n = 0;
+    while (n < 16 && (blocks[n] = rt_alloc(0, (size_t)1 << 30, 0)) != 0) n++;
+    assert_int_equal(n, 12);
+    for (int i = 0; i < n; i += 2) rt_free(0, blocks[i]);
+    report_stats_t before;
+    report_get_stats(&before);
+    assert_int_equal(ask_for_two_gib(), 207001);
+    cJSON *doc = rt_last_report();
+    assert_string_equal(rt_str(doc, "trigger"), "oom");
+    const cJSON *oom = rt_get(doc, "oom");
+    assert_non_null(oom);
+    assert_int_equal((long)rt_num(oom, "requested_bytes"), 2L << 30);
+    assert_int_equal((long)rt_num(oom, "granted_bytes"), (2L << 30) + 32);
+    assert_int_equal((int)rt_num(oom, "device"), 0);
+    assert_string_equal(rt_str(oom, "entry_point"), "aclrtMalloc");
+    assert_true(rt_num(oom, "free_bytes") >= 5.0 * (1 << 30));
+    assert_true(rt_num(oom, "largest_free_bytes") < 2.0 * (1 << 30));
+    const char *reason = rt_str(oom, "reason");
+    print_message("# oom reason: %s\n", reason);
+    assert_true(!strncmp(reason, "fragmentation: ", 15));
+    assert_non_null(strstr(reason, "GiB free, largest block 1.0 GiB"));
+    const cJSON *f0 = cJSON_GetArrayItem(rt_get(oom, "frames"), 0);
+    assert_string_equal(rt_str(f0, "function"), "ask_for_two_gib");
+    assert_int_equal((int)rt_num(f0, "line"), line_oom);
+    const cJSON *d0 = cJSON_GetArrayItem(rt_get(doc, "devices"), 0);
+    assert_int_equal(rt_num(d0, "pool.free_bytes"), rt_num(oom, "free_bytes"));
+    assert_int_equal(rt_num(d0, "pool.largest_free_bytes"), rt_num(oom, "largest_free_bytes"));
+    rt_check_pool_consistency(d0);
+    cJSON_Delete(doc);
+    /* rate limit: a second refusal right away writes no report */
+    assert_int_equal(ask_for_two_gib(), 207001);
+    report_stats_t after;
+    report_get_stats(&after);
+    assert_int_equal(after.written, before.written + 1);
+    assert_int_equal(after.oom_suppressed, before.oom_suppressed + 1);
+    /* exhausted (not fragmented): everything taken */
+    for (int i = 0; i < n; i += 2) blocks[i] = rt_alloc(0, (size_t)1 << 30, 0);
+    sleep(1);
+    setenv("NPUPOOL_REPORT_OOM_MAX", "100", 1);
+    report_init(&rt_source);
+    assert_int_equal(ask_for_two_gib(), 207001);
+    doc = rt_last_report();
+    reason = rt_str(doc, "oom.reason");
+    print_message("# oom reason: %s\n", reason);
+    assert_true(!strncmp(reason, "exhausted: ", 11));
+    assert_int_equal((long)rt_num(doc, "oom.reports_suppressed"), 1);
+    cJSON_Delete(doc);
+}
+
+/* ---- failures ---------------------------------------------------------------------------------- */
+
+static void test_write_failures_cost_one_line(void **state)
+{
+    (void)state;
+    rt_make_pool(0, (size_t)64 << 20);
+    leak_small();
+    char err[2048];
+    const char *bad[] = {"/nonexistent-npupool-dir/r.json", "/dev/full", "/"};
+    for (size_t i = 0; i < 3; i++) {
+        setenv("NPUPOOL_REPORT", bad[i], 1);
+        report_init(&rt_source);
+        report_stats_t before, after;
+        report_get_stats(&before);
+        rt_stderr_begin();
+        int r = report_write(REPORT_SIGNAL, -1);
+        int lines = rt_stderr_end(err, sizeof err);
+        print_message("# %s -> %s", bad[i], err);
+        assert_int_equal(r, -1);
+        assert_int_equal(lines, 1);
+        assert_non_null(strstr(err, bad[i]));
+        report_get_stats(&after);
+        assert_int_equal(after.failed, before.failed + 1);
+    }
+    struct stat st;
+    assert_int_equal(stat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode)); /* written in place, never replaced */
+    /* a name too long to expand */
+    char longp[5000];
+    memset(longp, 'a', sizeof longp - 1);
+    longp[sizeof longp - 1] = 0;
+    setenv("NPUPOOL_REPORT", longp, 1);
+    report_init(&rt_source);
+    rt_stderr_begin();
+    assert_int_equal(report_write(REPORT_SIGNAL, -1), -1);
+    assert_int_equal(rt_stderr_end(NULL, 0), 1);
+}
+
+static void test_invalid_options_one_line_each(void **state)
+{
+    (void)state;
+    setenv("NPUPOOL_REPORT_INTERVAL", "soon", 1);
+    setenv("NPUPOOL_REPORT_FREE_MAP", "-5", 1);
+    setenv("NPUPOOL_REPORT_SIGNAL", "SIGBOGUS", 1);
+    setenv("NPUPOOL_REPORT_SYMBOLS", "maybe", 1);
+    char err[4096];
+    rt_stderr_begin();
+    report_init(&rt_source);
+    report_init(&rt_source); /* read again: no second message */
+    int lines = rt_stderr_end(err, sizeof err);
+    print_message("%s", err);
+    assert_int_equal(lines, 4);
+    assert_non_null(strstr(err, "NPUPOOL_REPORT_INTERVAL=\"soon\""));
+    assert_non_null(strstr(err, "NPUPOOL_REPORT_FREE_MAP=\"-5\""));
+    assert_non_null(strstr(err, "NPUPOOL_REPORT_SIGNAL=\"SIGBOGUS\""));
+    assert_non_null(strstr(err, "NPUPOOL_REPORT_SYMBOLS=\"maybe\""));
+    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
+    cJSON *doc = rt_last_report();
+    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_INTERVAL"), "0");
+    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_FREE_MAP"), "4096");
+    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_SIGNAL"), "12");
+    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_SYMBOLS"), "1");
+    cJSON_Delete(doc);
+}
+
+static void test_symbols_off(void **state)
+{
+    (void)state;
+    setenv("NPUPOOL_REPORT_SYMBOLS", "0", 1);
+    report_init(&rt_source);
+    rt_make_pool(0, (size_t)64 << 20);
+    leak_small();
+    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
+    cJSON *doc = rt_last_report();
+    const cJSON *f0 = cJSON_GetArrayItem(rt_get(cJSON_GetArrayItem(rt_get(doc, "leaks"), 0), "frames"), 0);
+    assert_true(cJSON_IsNull(rt_get(f0, "function")));
+    assert_true(cJSON_IsNull(rt_get(f0, "file")));
+    assert_non_null(rt_str(f0, "module"));
+    assert_non_null(rt_str(f0, "build_id"));
+    cJSON_Delete(doc);
+}
+
+static void test_exit_report_only_when_needed(void **state)
+{
+    (void)state;
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(rt_dir), 0);
+    unsetenv("NPUPOOL_REPORT");
+    report_init(&rt_source);
+    rt_make_pool(0, (size_t)64 << 20);
+    report_stats_t a, b;
+    report_get_stats(&a);
+    report_at_exit();
+    report_at_finalize();
+    report_get_stats(&b);
+    assert_int_equal(b.written, a.written); /* nothing set, nothing live: no report */
+    uintptr_t p = leak_small();
+    report_at_finalize();
+    report_get_stats(&b);
+    assert_int_equal(b.written, a.written + 1);
+    char want[64];
+    snprintf(want, sizeof want, "npupool-report-%d-", (int)getpid());
+    assert_non_null(strstr(b.last_path, want)); /* default name, in the working directory */
+    assert_true(b.last_path[0] != '/');
+    cJSON *doc = rt_last_report();
+    assert_string_equal(rt_str(doc, "trigger"), "finalize");
+    cJSON_Delete(doc);
+    rt_free(0, p);
+    assert_int_equal(chdir(cwd), 0);
+}
+
+/* Two devices, one without a pool but with live records (e.g. fallback allocations). */
+static void test_devices_without_pool(void **state)
+{
+    (void)state;
+    rt_make_pool(0, (size_t)64 << 20);
+    leak_small();
+    ledger_record_alloc(0x5000000, 1, 4096, 4160, LEDGER_MALLOC, LEDGER_FROM_FALLBACK, 0);
+    assert_int_equal(report_write(REPORT_RESET, 1), 0);
+    cJSON *doc = rt_last_report();
+    assert_string_equal(rt_str(doc, "trigger"), "reset");
+    assert_int_equal((int)rt_num(doc, "trigger_device"), 1);
+    const cJSON *devs = rt_get(doc, "devices");
+    assert_int_equal(cJSON_GetArraySize(devs), 2);
+    const cJSON *d1 = cJSON_GetArrayItem(devs, 1);
+    assert_int_equal((int)rt_num(d1, "device"), 1);
+    assert_true(cJSON_IsNull(rt_get(d1, "pool")));
+    assert_int_equal((long)rt_num(d1, "live_allocations"), 1);
+    const cJSON *l;
+    int found = 0;
+    cJSON_ArrayForEach(l, rt_get(doc, "leaks"))
+    {
+        if (rt_num(l, "device") == 1) {
+            found = 1;
+            assert_int_equal((long)rt_num(l, "stack_id"), 0);
+            assert_int_equal(cJSON_GetArraySize(rt_get(l, "frames")), 0);
+            assert_int_equal((long)rt_num(l, "origins.fallback"), 1);
+        }
+    }
+    assert_true(found);
+    cJSON_Delete(doc);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    rt_make_dir();
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    reset_all();
+    rt_remove_dir();
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_expand_path, setup),
+        cmocka_unit_test_setup(test_exit_report_names_the_leaks, setup),
+        cmocka_unit_test_setup(test_growth_between_reports, setup),
+        cmocka_unit_test_setup(test_free_map_cap_keeps_largest, setup),
+        cmocka_unit_test_setup(test_oom_report_explains_fragmentation, setup),
+        cmocka_unit_test_setup(test_write_failures_cost_one_line, setup),
+        cmocka_unit_test_setup(test_invalid_options_one_line_each, setup),
+        cmocka_unit_test_setup(test_symbols_off, setup),
+        cmocka_unit_test_setup(test_exit_report_only_when_needed, setup),
+        cmocka_unit_test_setup(test_devices_without_pool, setup),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

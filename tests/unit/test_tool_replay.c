@@ -1,0 +1,201 @@
+/* tests/unit/test_tool_replay.c — the replay engine (tools/replay.c) over the real pool:
+ * hand-built traces with known answers (live peak, --min-pool with and without fragmentation,
+ * fallback and refusal accounting, RMM "allocate failure" events, several devices), and the
+ * pool's invariant checker after every event of a generated workload.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../tools/replay.h"
+
+#define HDR "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n"
+
+static void load(const char *text, trace_t *t) { assert_int_equal(trace_parse("mem", text, strlen(text), t, 0), 0); }
+
+static replay_opts_t opts(uint64_t pool, int fallback)
+{
+    replay_opts_t o = { .alloc = &replay_pool_allocator, .pool_bytes = pool, .fallback = fallback,
+                        .rounding = REPLAY_ROUND_NONE, .only_device = -1, .check_every_op = 1 };
+    return o;
+}
+
+static void test_granted(void **state)
+{
+    (void)state;
+    assert_int_equal(replay_granted(1, REPLAY_ROUND_ACL), 64);
+    assert_int_equal(replay_granted(32, REPLAY_ROUND_ACL), 64);
+    assert_int_equal(replay_granted(33, REPLAY_ROUND_ACL), 96);
+    assert_int_equal(replay_granted(33, REPLAY_ROUND_ALIGN32), 64);
+    assert_int_equal(replay_granted(0, REPLAY_ROUND_ALIGN32), 32);
+    assert_int_equal(replay_granted(7, REPLAY_ROUND_NONE), 7);
+}
+
+/* Everything freed before the big one: the pool can be exactly the live peak. */
+static void test_min_pool_no_fragmentation(void **state)
+{
+    (void)state;
+    trace_t t;
+    load(HDR "1,1,alloc,0x100,1000,0\n1,2,alloc,0x200,1000,0\n1,3,alloc,0x300,1000,0\n"
+             "1,4,free,0x100,,0\n1,5,free,0x200,,0\n1,6,free,0x300,,0\n1,7,alloc,0x400,4096,0\n",
+         &t);
+    replay_opts_t o = opts(1 << 20, 0);
+    assert_int_equal(replay_live_peak(&t, 0, REPLAY_ROUND_NONE, 64), 4096);
+    int probes;
+    assert_int_equal(replay_min_pool(&t, 0, &o, 64, &probes), 4096);
+    assert_int_equal(probes, 1);
+    trace_release(&t);
+}
+
+/* A, B, C of 1 KiB, free B, then D of 2 KiB: live peak 4 KiB, but the 1 KiB hole between A and C
+ * cannot hold D, so the pool needs A|hole|C|D = 5 KiB (the pool splits free blocks from their
+ * start, as TLSF does).  Below that the replay must refuse D. */
+static void test_min_pool_known_answer(void **state)
+{
+    (void)state;
+    trace_t t;
+    load(HDR "1,1,alloc,0xa000,1024,0\n1,2,alloc,0xb000,1024,0\n1,3,alloc,0xc000,1024,0\n"
+             "1,4,free,0xb000,,0\n1,5,alloc,0xd000,2048,0\n",
+         &t);
+    replay_opts_t o = opts(0, 0);
+    int probes;
+    assert_int_equal(replay_live_peak(&t, 0, REPLAY_ROUND_NONE, 64), 4096);
+    assert_int_equal(replay_min_pool(&t, 0, &o, 64, &probes), 5120);
+    assert_true(probes > 1);
+
+    replay_result_t r;
+    o.pool_bytes = 5120 - 64;
+    assert_int_equal(replay_run(&t, &o, &r), 0);
+    assert_int_equal(r.dev[0].refused, 1);
+    assert_int_equal(r.dev[0].refused_bytes, 2048);
+    assert_int_equal(r.dev[0].first_refusal, 4);
+    assert_int_equal(r.violations, 0);
+    o.pool_bytes = 5120;
+    assert_int_equal(replay_run(&t, &o, &r), 0);
+    assert_int_equal(r.dev[0].refused, 0);
+    assert_int_equal(r.dev[0].peak_allocated, 4096);
+    assert_int_equal(r.dev[0].peak_requested, 4096);
+    trace_release(&t);
+}
+
+static void test_fallback_accounting(void **state)
+{
+    (void)state;
+    trace_t t;
+    load(HDR "1,1,alloc,0x1,2048,0\n1,2,alloc,0x2,2048,0\n1,3,alloc,0x3,2048,0\n"
+             "1,4,free,0x3,,0\n1,5,free,0x1,,0\n1,6,alloc,0x4,2048,0\n",
+         &t);
+    replay_result_t r;
+    replay_opts_t o = opts(4096, 1);
+    assert_int_equal(replay_run(&t, &o, &r), 0);
+    assert_int_equal(r.dev[0].refused, 1);
+    assert_int_equal(r.dev[0].fallback, 1);
+    assert_int_equal(r.dev[0].peak_fallback, 2048);
+    assert_int_equal(r.dev[0].peak_reserved, 4096 + 2048);
+    assert_int_equal(r.dev[0].peak_requested, 6144);
+    assert_int_equal(r.dev[0].peak_allocated, 4096);
+    assert_int_equal(r.dev[0].served, 3);
+    assert_int_equal(r.dev[0].live_requested, 4096);
+
+    o.fallback = 0; /* the refused block's free is ignored; the last alloc fits again */
+    assert_int_equal(replay_run(&t, &o, &r), 0);
+    assert_int_equal(r.dev[0].refused, 1);
+    assert_int_equal(r.dev[0].peak_requested, 4096);
+    assert_int_equal(r.dev[0].peak_fallback, 0);
+    assert_int_equal(r.dev[0].served, 3);
+    assert_int_equal(r.violations, 0);
+    trace_release(&t);
+}
+
+static void test_rmm_failures_and_devices(void **state)
+{
+    (void)state;
+    trace_t t;
+    load("Thread,Time,Action,Pointer,Size,Stream\n"
+         "1,00:00:01.000001,allocate,0x1000,4096,0x0\n"
+         "1,00:00:01.000002,allocate failure,0x0,8192,0x0\n"
+         "1,00:00:01.000003,allocate failure,0x0,65536,0x0\n"
+         "1,00:00:01.000004,free,0x1000,4096,0x0\n",
+         &t);
+    replay_result_t r;
+    replay_opts_t o = opts(16384, 0);
+    assert_int_equal(replay_run(&t, &o, &r), 0);
+    assert_int_equal(r.dev[0].source_failures, 2);
+    assert_int_equal(r.dev[0].failures_served, 1); /* 8 KiB fits next to 4 KiB in 16 KiB; 64 KiB not */
+    assert_int_equal(r.dev[0].peak_requested, 4096);
+    trace_release(&t);
+
+    load(HDR "1,1,alloc,0x1,1000,0\n1,2,alloc,0x1,3000,1\n1,3,alloc,0x2,3000,1\n1,4,free,0x1,,1\n", &t);
+    o = opts(8192, 0);
+    assert_int_equal(replay_run(&t, &o, &r), 0);
+    assert_int_equal(r.ndevices, 2);
+    assert_int_equal(r.dev[0].peak_requested, 1000);
+    assert_int_equal(r.dev[1].peak_requested, 6000);
+    assert_int_equal(r.dev[1].frees, 1);
+    int probes;
+    assert_int_equal(replay_min_pool(&t, 1, &o, 64, &probes), 6016); /* 2 x 3008 (64-byte blocks) */
+    trace_release(&t);
+}
+
+/* A random workload with the checker after every event; replay twice gives the same figures. */
+static void test_checked_random(void **state)
+{
+    (void)state;
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    n += (size_t)snprintf(buf, cap, HDR);
+    uint64_t s = 42, live[256];
+    size_t nl = 0, next = 1;
+    for (int i = 0; i < 8000; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        if (nl < 256 && (nl == 0 || (s >> 33) % 100 < 60)) {
+            live[nl++] = next;
+            n += (size_t)snprintf(buf + n, cap - n, "1,%d,alloc,0x%zx,%llu,0\n", i, next++ * 256,
+                                  (unsigned long long)((s >> 40) % (1 << 20) + 1));
+        } else {
+            size_t k = (size_t)((s >> 20) % nl);
+            n += (size_t)snprintf(buf + n, cap - n, "1,%d,free,0x%llx,,0\n", i, (unsigned long long)live[k] * 256);
+            live[k] = live[--nl];
+        }
+    }
+    trace_t t;
+    assert_int_equal(trace_parse("mem", buf, n, &t, 0), 0);
+    free(buf);
+    replay_result_t a, b;
+    replay_opts_t o = opts(64 << 20, 1);
+    o.rounding = REPLAY_ROUND_ACL;
+    assert_int_equal(replay_run(&t, &o, &a), 0);
+    assert_int_equal(a.violations, 0);
+    assert_int_equal(replay_run(&t, &o, &b), 0);
+    assert_memory_equal(&a.dev[0].peak_requested, &b.dev[0].peak_requested, sizeof(uint64_t));
+    assert_int_equal(a.dev[0].refused, b.dev[0].refused);
+    assert_true(a.dev[0].worst_frag >= a.dev[0].final_frag);
+    if (replay_firstfit_allocator) { /* the baseline never needs less than the live peak */
+        int probes;
+        o.alloc = replay_firstfit_allocator;
+        o.check_every_op = 0;
+        uint64_t m = replay_min_pool(&t, 0, &o, 64, &probes);
+        assert_true(m >= replay_live_peak(&t, 0, REPLAY_ROUND_ACL, 32));
+    }
+    trace_release(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_granted),
+        cmocka_unit_test(test_min_pool_no_fragmentation),
+        cmocka_unit_test(test_min_pool_known_answer),
+        cmocka_unit_test(test_fallback_accounting),
+        cmocka_unit_test(test_rmm_failures_and_devices),
+        cmocka_unit_test(test_checked_random),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,257 @@
+/* tools/replay.c — the replay engine declared in replay.h.
+ *
+ * Per slot (allocation number) one word says where the allocation lives: its block address in
+ * the allocator (>= REPLAY_BASE), SLOT_FALLBACK, or SLOT_NONE (refused, or not yet allocated).
+ * Live byte counts are kept exactly at every event; allocator statistics (free bytes, largest
+ * free block) are sampled every `stats_stride` events and at every refusal, because they cost
+ * more than the allocation itself.
+ * Time: O(events) allocator calls; memory: 8 bytes per allocation of the trace.
+ */
+#include "replay.h"
+
+#include "pool.h"
+#include "tools.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REPLAY_BASE ((uintptr_t)1 << 40) /* made-up start of every device's range */
+#define SLOT_NONE ((uintptr_t)0)         /* refused or never allocated */
+#define SLOT_FALLBACK ((uintptr_t)1)     /* served outside the pool */
+
+/* ---- npupool's pool behind the allocator table -------------------------------------------- */
+
+static void *pa_create(uintptr_t base, size_t size) { return pool_create(base, size); }
+static void pa_destroy(void *a) { pool_destroy(a); }
+static int pa_alloc(void *a, size_t requested, size_t granted, uintptr_t *out)
+{
+    return pool_alloc(a, requested, granted, out) == POOL_OK ? 0 : -1;
+}
+static int pa_free(void *a, uintptr_t addr) { return pool_free(a, addr, NULL, NULL) == POOL_OK ? 0 : -1; }
+static void pa_stats(void *a, uint64_t *allocated, uint64_t *free_bytes, uint64_t *largest)
+{
+    pool_stats_t st;
+    pool_get_stats(a, &st);
+    *allocated = st.allocated_bytes;
+    *free_bytes = st.free_bytes;
+    *largest = st.largest_free_bytes;
+}
+static int pa_check(void *a) { return pool_check(a, NULL, 0); }
+
+const replay_allocator_t replay_pool_allocator = {
+    .name = "pool",
+    .align = POOL_ALIGN,
+    .create = pa_create,
+    .destroy = pa_destroy,
+    .alloc = pa_alloc,
+    .free = pa_free,
+    .stats = pa_stats,
+    .check = pa_check,
+};
+
+/* ---- engine --------------------------------------------------------------------------------- */
+
+uint64_t replay_granted(uint64_t size, int rounding)
+{
+    if (size > UINT64_MAX - 64) return UINT64_MAX; /* no pool can hold it: refused, never wrapped */
+    uint64_t a32 = (size + 31) & ~(uint64_t)31;
+    switch (rounding) {
+    case REPLAY_ROUND_ALIGN32: return a32 ? a32 : 32;
+    case REPLAY_ROUND_NONE: return size ? size : 1;
+    default: return a32 + 32;
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void sample(const replay_allocator_t *A, void *a, replay_dev_t *d, uint64_t ev)
+{
+    uint64_t alloc, fr, largest;
+    A->stats(a, &alloc, &fr, &largest);
+    double frag = fr ? 1.0 - (double)largest / (double)fr : 0.0;
+    if (frag > d->worst_frag) {
+        d->worst_frag = frag;
+        d->worst_frag_event = ev;
+    }
+}
+
+int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
+{
+    const replay_allocator_t *A = o->alloc ? o->alloc : &replay_pool_allocator;
+    memset(r, 0, sizeof *r);
+    r->ndevices = t->ndevices;
+    void *inst[TRC_MAX_DEVICES] = { 0 };
+    uint64_t live_req[TRC_MAX_DEVICES] = { 0 }, live_granted[TRC_MAX_DEVICES] = { 0 },
+             live_fb[TRC_MAX_DEVICES] = { 0 };
+    uintptr_t *where = calloc(t->nallocs ? t->nallocs : 1, sizeof *where);
+    if (where == NULL) {
+        tool_err("%s: out of memory for %u allocations", t->path, t->nallocs);
+        return -1;
+    }
+    int rc = 0;
+    for (int i = 0; i < t->ndevices; i++) {
+        if (o->only_device >= 0 && i != o->only_device) continue;
+        inst[i] = A->create(REPLAY_BASE, (size_t)o->pool_bytes);
+        if (inst[i] == NULL) {
+            rc = -1;
+            goto out;
+        }
+    }
+    uint64_t stride = o->stats_stride ? o->stats_stride : (t->nev / 100000 + 1);
+    uint64_t next_sample = 0;
+    double t0 = now_s();
+    size_t e;
+    for (e = 0; e < t->nev; e++) {
+        const trc_event_t *ev = &t->ev[e];
+        int di = ev->device;
+        void *a = inst[di];
+        if (a == NULL) continue; /* another device (only_device) */
+        replay_dev_t *d = &r->dev[di];
+        uint64_t granted = replay_granted(ev->size, o->rounding);
+        if (ev->action == TRC_ALLOC) {
+            uintptr_t addr;
+            d->allocs++;
+            if (A->alloc(a, (size_t)ev->size, (size_t)granted, &addr) == 0) {
+                where[ev->slot] = addr;
+                d->served++;
+                live_req[di] += ev->size;
+                live_granted[di] += granted;
+                if (live_granted[di] > d->peak_allocated) d->peak_allocated = live_granted[di];
+            } else {
+                if (d->refused == 0) d->first_refusal = e;
+                d->refused++;
+                d->refused_bytes += ev->size;
+                sample(A, a, d, e);
+                if (o->stop_on_refusal) {
+                    r->stopped = 1;
+                    e++;
+                    break;
+                }
+                if (o->fallback) {
+                    where[ev->slot] = SLOT_FALLBACK;
+                    d->fallback++;
+                    live_req[di] += ev->size;
+                    live_fb[di] += granted;
+                    if (live_fb[di] > d->peak_fallback) d->peak_fallback = live_fb[di];
+                } else {
+                    where[ev->slot] = SLOT_NONE;
+                }
+            }
+            if (live_req[di] > d->peak_requested) d->peak_requested = live_req[di];
+        } else if (ev->action == TRC_FREE) {
+            uintptr_t w = where[ev->slot];
+            where[ev->slot] = SLOT_NONE;
+            d->frees++;
+            if (w == SLOT_FALLBACK) {
+                live_fb[di] -= granted;
+                live_req[di] -= ev->size;
+            } else if (w != SLOT_NONE) {
+                if (A->free(a, w) != 0) {
+                    tool_err("%s: internal error: the allocator refused to free a live block", t->path);
+                    rc = -1;
+                    e++;
+                    break;
+                }
+                live_granted[di] -= granted;
+                live_req[di] -= ev->size;
+            }
+        } else { /* TRC_FAIL: the recorded system refused it; would this allocator? */
+            uintptr_t addr;
+            d->source_failures++;
+            if (A->alloc(a, (size_t)ev->size, (size_t)granted, &addr) == 0) {
+                d->failures_served++;
+                A->free(a, addr);
+            }
+        }
+        if (o->check_every_op && A->check && A->check(a) != 0) r->violations++;
+        if (e >= next_sample) {
+            sample(A, a, d, e);
+            next_sample = e + stride;
+        }
+    }
+    r->seconds = now_s() - t0;
+    r->events = e;
+    for (int i = 0; i < t->ndevices; i++) {
+        if (inst[i] == NULL) continue;
+        replay_dev_t *d = &r->dev[i];
+        uint64_t alloc, fr, largest;
+        A->stats(inst[i], &alloc, &fr, &largest);
+        d->final_free = fr;
+        d->final_largest = largest;
+        d->final_frag = fr ? 1.0 - (double)largest / (double)fr : 0.0;
+        if (d->final_frag > d->worst_frag) d->worst_frag = d->final_frag, d->worst_frag_event = e;
+        d->live_requested = live_req[i];
+        d->peak_reserved = o->pool_bytes + d->peak_fallback;
+    }
+out:
+    for (int i = 0; i < t->ndevices; i++)
+        if (inst[i]) A->destroy(inst[i]);
+    free(where);
+    return rc;
+}
+
+uint64_t replay_live_peak(const trace_t *t, int device, int rounding, uint64_t align)
+{
+    uint64_t live = 0, peak = 0;
+    for (size_t e = 0; e < t->nev; e++) {
+        const trc_event_t *ev = &t->ev[e];
+        if (ev->device != device || ev->action == TRC_FAIL) continue;
+        uint64_t g = (replay_granted(ev->size, rounding) + align - 1) / align * align;
+        if (ev->action == TRC_ALLOC) {
+            live += g;
+            if (live > peak) peak = live;
+        } else {
+            live -= g;
+        }
+    }
+    return peak;
+}
+
+/* 1 when `device` runs the whole trace in a pool of `size` bytes with no refusal. */
+static int feasible(const trace_t *t, int device, const replay_opts_t *base, uint64_t size, int *probes)
+{
+    replay_opts_t o = *base;
+    o.pool_bytes = size;
+    o.fallback = 0;
+    o.only_device = device;
+    o.stop_on_refusal = 1;
+    o.check_every_op = 0;
+    o.stats_stride = UINT64_MAX / 2; /* no sampling while probing */
+    replay_result_t *r = malloc(sizeof *r);
+    if (r == NULL) return 0;
+    (*probes)++;
+    int ok = replay_run(t, &o, r) == 0 && r->dev[device].refused == 0;
+    free(r);
+    return ok;
+}
+
+uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, uint64_t resolution,
+                         int *probes)
+{
+    *probes = 0;
+    if (resolution == 0) resolution = POOL_ALIGN;
+    const replay_allocator_t *A = o->alloc ? o->alloc : &replay_pool_allocator;
+    uint64_t peak = replay_live_peak(t, device, o->rounding, A->align ? A->align : 1);
+    if (peak < POOL_ALIGN) peak = POOL_ALIGN;
+    uint64_t lo = (peak + resolution - 1) / resolution * resolution;
+    if (feasible(t, device, o, lo, probes)) return lo;
+    uint64_t hi = lo;
+    do {
+        lo = hi;
+        hi *= 2;
+        if (hi > ((uint64_t)1 << 50)) return 0;
+    } while (!feasible(t, device, o, hi, probes));
+    /* lo infeasible, hi feasible, both multiples of resolution. */
+    while (hi - lo > resolution) {
+        uint64_t mid = lo + (hi - lo) / resolution / 2 * resolution;
+        if (feasible(t, device, o, mid, probes)) hi = mid;
+        else lo = mid;
+    }
+    return hi;
+}

@@ -1,0 +1,99 @@
+/* tools/replay.h — running a parsed trace through an allocator (npupool's pool, or a baseline).
+ *
+ * Owns: the replay engine behind `npupool replay`: one allocator instance per device of the trace
+ * over a made-up address range (nothing is ever read or written there), the bookkeeping of what
+ * each allocation got (pool block, fallback, refused) and the figures printed.  The pool is the
+ * very code of pool/ (libnpupool_pool.a), not a copy.
+ * Invariants: within one run, slot s is live in at most one place; a free of a refused allocation
+ * is ignored (the application never got the memory); refused allocations are not retried.
+ */
+#ifndef NPUPOOL_TOOLS_REPLAY_H
+#define NPUPOOL_TOOLS_REPLAY_H
+
+#include "trace_read.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The allocator under test.  alloc returns 0 or -1 (cannot serve); free returns 0 or -1. */
+typedef struct replay_allocator {
+    const char *name;                                          /* "pool", "firstfit" */
+    uint64_t align;                                            /* bytes a block size is rounded to */
+    void *(*create)(uintptr_t base, size_t size);              /* NULL on bad size / no memory */
+    void (*destroy)(void *a);
+    int (*alloc)(void *a, size_t requested, size_t granted, uintptr_t *out);
+    int (*free)(void *a, uintptr_t addr);
+    /* allocated = sum of block sizes in use; free = sum of free bytes; largest = largest free block */
+    void (*stats)(void *a, uint64_t *allocated, uint64_t *free_bytes, uint64_t *largest_free);
+    int (*check)(void *a); /* invariant violations (0 = consistent); may be NULL */
+} replay_allocator_t;
+
+extern const replay_allocator_t replay_pool_allocator;
+/* NULL when this build has no first-fit baseline. */
+extern const replay_allocator_t *const replay_firstfit_allocator;
+
+enum replay_rounding {
+    REPLAY_ROUND_ACL = 0,     /* aclrtMalloc / Cached: ALIGN_UP(size, 32) + 32 */
+    REPLAY_ROUND_ALIGN32 = 1, /* aclrtMallocAlign32: ALIGN_UP(size, 32) */
+    REPLAY_ROUND_NONE = 2,    /* the requested size as is */
+};
+
+typedef struct replay_opts {
+    const replay_allocator_t *alloc; /* allocator under test */
+    uint64_t pool_bytes;             /* size of each device's pool */
+    int fallback;                    /* 1: a refused request is served outside the pool */
+    int rounding;                    /* enum replay_rounding */
+    int only_device;                 /* device index to replay, -1 = all */
+    int stop_on_refusal;             /* stop at the first refusal (min-pool probing) */
+    int check_every_op;              /* call alloc->check after every event (tests) */
+    uint64_t stats_stride;           /* sample fragmentation every N events (0 = auto) */
+} replay_opts_t;
+
+typedef struct replay_dev {
+    uint64_t allocs;            /* allocation events replayed */
+    uint64_t served;            /* served by the allocator */
+    uint64_t refused;           /* the allocator could not serve */
+    uint64_t refused_bytes;     /* requested bytes of those */
+    uint64_t fallback;          /* refused ones served outside the pool (fallback on) */
+    uint64_t frees;             /* frees replayed */
+    uint64_t source_failures;   /* RMM "allocate failure" events */
+    uint64_t failures_served;   /* of those, ones this allocator could serve */
+    uint64_t peak_requested;    /* bytes: high-water mark of live requested bytes */
+    uint64_t peak_allocated;    /* bytes: high-water mark of allocator bytes in use */
+    uint64_t peak_fallback;     /* bytes: high-water mark of live fallback (granted) bytes */
+    uint64_t peak_reserved;     /* bytes: pool size + peak_fallback */
+    uint64_t live_requested;    /* bytes: live requested bytes at the end */
+    uint64_t final_free;        /* bytes: free in the pool at the end */
+    uint64_t final_largest;     /* bytes: largest free block at the end */
+    double final_frag;          /* 1 - largest/free at the end */
+    double worst_frag;          /* largest sampled 1 - largest/free (sampled, and at every refusal) */
+    uint64_t worst_frag_event;  /* event index where worst_frag was seen */
+    uint64_t first_refusal;     /* event index of the first refusal (valid when refused > 0) */
+} replay_dev_t;
+
+typedef struct replay_result {
+    int ndevices;                        /* = trace ndevices */
+    replay_dev_t dev[TRC_MAX_DEVICES];   /* per device index */
+    uint64_t events;                     /* events replayed */
+    double seconds;                      /* wall time of the replay loop */
+    int stopped;                         /* 1 when stop_on_refusal ended it early */
+    int violations;                      /* check() violations seen (check_every_op) */
+} replay_result_t;
+
+/* Bytes that belong to a block of `size` requested bytes under `rounding`. */
+uint64_t replay_granted(uint64_t size, int rounding);
+
+/* Run the trace.  Returns 0, or -1 when an allocator cannot be created (message printed). */
+int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r);
+
+/* Lower bound for any pool: high-water mark of live granted bytes, each rounded up to `align`. */
+uint64_t replay_live_peak(const trace_t *t, int device, int rounding, uint64_t align);
+
+/* Smallest pool size (a multiple of `resolution`, >= 64) for which device `device` replays with
+ * no refusal, by bisection between the live peak and the first feasible doubling.  Assumes
+ * feasibility is monotonic in the pool size (the answer is checked to be feasible).
+ * Returns 0 when no pool up to 2^50 bytes works.  *probes receives the replays run. */
+uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, uint64_t resolution,
+                         int *probes);
+
+#endif /* NPUPOOL_TOOLS_REPLAY_H */

@@ -1,0 +1,421 @@
+/* tools/trace_read.c — the trace reader declared in trace_read.h.
+ *
+ * Algorithm: one pass over the bytes (the file is mmap'ed), hand-written field scanners (no
+ * strtok/sscanf: a 10,000,000-line trace must parse in a couple of seconds), and an
+ * open-addressing hash (linear probing, backward-shift deletion) from (device, pointer) to the
+ * live slot, so a free finds its allocation in expected O(1).
+ * Invariants: the hash holds exactly the allocations not yet freed; load factor <= 1/2.
+ * Errors name the file and the 1-based line; the first error stops the read.
+ */
+#include "trace_read.h"
+
+#include "tools.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- live-pointer hash --------------------------------------------------------------------- */
+
+typedef struct live_ent {
+    uint64_t ptr;  /* recorded pointer; 0 = empty entry */
+    uint32_t slot; /* allocation number */
+    uint32_t dev;  /* device index */
+    uint64_t size; /* requested bytes */
+    uint64_t line; /* line of the allocation, for messages */
+} live_ent_t;
+
+typedef struct live_map {
+    live_ent_t *e; /* table */
+    size_t mask;   /* capacity - 1 (capacity is a power of two) */
+    size_t n;      /* entries in use */
+} live_map_t;
+
+static size_t live_hash(uint64_t ptr, uint32_t dev)
+{
+    uint64_t h = (ptr ^ ((uint64_t)dev << 56)) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 20);
+}
+
+static int live_grow(live_map_t *m)
+{
+    size_t ncap = m->e ? (m->mask + 1) * 2 : 1024;
+    live_ent_t *ne = calloc(ncap, sizeof *ne);
+    if (ne == NULL) return -1;
+    if (m->e) {
+        for (size_t i = 0; i <= m->mask; i++) {
+            if (m->e[i].ptr == 0) continue;
+            size_t j = live_hash(m->e[i].ptr, m->e[i].dev) & (ncap - 1);
+            while (ne[j].ptr != 0) j = (j + 1) & (ncap - 1);
+            ne[j] = m->e[i];
+        }
+        free(m->e);
+    }
+    m->e = ne;
+    m->mask = ncap - 1;
+    return 0;
+}
+
+/* Index of the entry for (ptr, dev), or the empty entry where it would go. */
+static size_t live_find(const live_map_t *m, uint64_t ptr, uint32_t dev)
+{
+    size_t i = live_hash(ptr, dev) & m->mask;
+    while (m->e[i].ptr != 0 && !(m->e[i].ptr == ptr && m->e[i].dev == dev)) i = (i + 1) & m->mask;
+    return i;
+}
+
+static void live_delete(live_map_t *m, size_t i)
+{
+    /* Backward-shift deletion keeps every probe chain unbroken without tombstones. */
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & m->mask;
+        if (m->e[j].ptr == 0) break;
+        size_t home = live_hash(m->e[j].ptr, m->e[j].dev) & m->mask;
+        /* Move e[j] into the hole at i when its home is not cyclically in (i, j]. */
+        int in_range = (i <= j) ? (home > i && home <= j) : (home > i || home <= j);
+        if (!in_range) {
+            m->e[i] = m->e[j];
+            i = j;
+        }
+    }
+    m->e[i].ptr = 0;
+    m->n--;
+}
+
+/* ---- parsing -------------------------------------------------------------------------------- */
+
+typedef struct parser {
+    const char *name; /* file name for messages */
+    int quiet;        /* no messages (fuzzing) */
+    uint64_t line;    /* current 1-based line */
+    trace_t *t;       /* output */
+    live_map_t live;  /* live allocations */
+} parser_t;
+
+static int perr(parser_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int perr(parser_t *p, const char *fmt, ...)
+{
+    if (!p->quiet) {
+        char msg[400];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        tool_err("%s:%llu: %s", p->name, (unsigned long long)p->line, msg);
+    }
+    return TOOL_BAD;
+}
+
+/* A field is [s, e); the scanners accept exactly the whole field. */
+static int scan_dec(const char *s, const char *e, uint64_t *out)
+{
+    if (s == e || e - s > 20) return -1;
+    uint64_t v = 0;
+    for (; s < e; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (d > 9) return -1;
+        if (v > (UINT64_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int scan_hex(const char *s, const char *e, uint64_t *out)
+{
+    if (e - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) s += 2;
+    if (s == e || e - s > 16) return -1;
+    uint64_t v = 0;
+    for (; s < e; s++) {
+        unsigned c = (unsigned char)*s, d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else return -1;
+        v = (v << 4) | d;
+    }
+    *out = v;
+    return 0;
+}
+
+static int field_is(const char *s, const char *e, const char *lit)
+{
+    size_t n = strlen(lit);
+    return (size_t)(e - s) == n && memcmp(s, lit, n) == 0;
+}
+
+static int dev_index(parser_t *p, long id, uint32_t *out)
+{
+    trace_t *t = p->t;
+    for (int i = 0; i < t->ndevices; i++) {
+        if (t->device_ids[i] == id) {
+            *out = (uint32_t)i;
+            return 0;
+        }
+    }
+    if (t->ndevices == TRC_MAX_DEVICES) return perr(p, "more than %d devices in one trace", TRC_MAX_DEVICES);
+    t->device_ids[t->ndevices] = id;
+    *out = (uint32_t)t->ndevices++;
+    return 0;
+}
+
+static int push(parser_t *p, uint8_t action, uint32_t dev, uint32_t slot, uint64_t size)
+{
+    trace_t *t = p->t;
+    if (t->nev == t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 4096;
+        trc_event_t *ne = realloc(t->ev, ncap * sizeof *ne);
+        if (ne == NULL) return perr(p, "out of memory (%zu events)", t->nev);
+        t->ev = ne;
+        t->cap = ncap;
+    }
+    trc_event_t *ev = &t->ev[t->nev++];
+    ev->size = size;
+    ev->slot = slot;
+    ev->action = action;
+    ev->device = (uint8_t)dev;
+    ev->unused = 0;
+    return 0;
+}
+
+static int on_alloc(parser_t *p, uint64_t ptr, uint64_t size, uint32_t dev)
+{
+    trace_t *t = p->t;
+    if (ptr == 0) return perr(p, "allocation at pointer 0");
+    if (t->nallocs == UINT32_MAX) return perr(p, "more than %u allocations", UINT32_MAX - 1);
+    if ((p->live.n + 1) * 2 > p->live.mask + 1 && live_grow(&p->live) != 0)
+        return perr(p, "out of memory (%zu live allocations)", p->live.n);
+    size_t i = live_find(&p->live, ptr, dev);
+    if (p->live.e[i].ptr != 0)
+        return perr(p, "pointer 0x%llx allocated again while still live (allocated at line %llu)",
+                    (unsigned long long)ptr, (unsigned long long)p->live.e[i].line);
+    live_ent_t *le = &p->live.e[i];
+    le->ptr = ptr;
+    le->dev = dev;
+    le->slot = t->nallocs;
+    le->size = size;
+    le->line = p->line;
+    p->live.n++;
+    return push(p, TRC_ALLOC, dev, t->nallocs++, size);
+}
+
+static int on_free(parser_t *p, uint64_t ptr, uint32_t dev)
+{
+    trace_t *t = p->t;
+    if (ptr == 0 || p->live.n == 0) {
+        t->unknown_frees++;
+        return 0;
+    }
+    size_t i = live_find(&p->live, ptr, dev);
+    if (p->live.e[i].ptr == 0) { /* the application freed something it never got: skip */
+        t->unknown_frees++;
+        return 0;
+    }
+    uint32_t slot = p->live.e[i].slot;
+    uint64_t size = p->live.e[i].size;
+    live_delete(&p->live, i);
+    t->nfrees++;
+    return push(p, TRC_FREE, dev, slot, size);
+}
+
+/* Split [s, e) at commas into at most `max` fields; returns the count (max+1 = too many). */
+static int split(const char *s, const char *e, const char **fs, const char **fe, int max)
+{
+    int n = 0;
+    const char *b = s;
+    for (const char *c = s;; c++) {
+        if (c == e || *c == ',') {
+            if (n == max) return max + 1;
+            fs[n] = b;
+            fe[n] = c;
+            n++;
+            if (c == e) break;
+            b = c + 1;
+        }
+    }
+    return n;
+}
+
+static int parse_npupool_line(parser_t *p, const char *s, const char *e)
+{
+    const char *fs[6], *fe[6];
+    int n = split(s, e, fs, fe, 6);
+    if (n != 6) return perr(p, "expected 6 fields thread,time_ns,action,pointer,size,device; got %d", n > 6 ? 7 : n);
+    uint64_t tid, tm, ptr, size = 0, devv;
+    if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad thread id (field 1)");
+    if (scan_dec(fs[1], fe[1], &tm) != 0) return perr(p, "bad time (field 2): expected nanoseconds");
+    if (scan_hex(fs[3], fe[3], &ptr) != 0) return perr(p, "bad pointer (field 4): expected hex like 0x7f0010000000");
+    const char *ds = fs[5];
+    int neg = ds < fe[5] && *ds == '-';
+    if (scan_dec(ds + neg, fe[5], &devv) != 0 || devv > 0x7fffffff) return perr(p, "bad device (field 6)");
+    uint32_t dev = 0;
+    if (dev_index(p, neg ? -(long)devv : (long)devv, &dev) != 0) return TOOL_BAD;
+    if (field_is(fs[2], fe[2], "alloc")) {
+        if (scan_dec(fs[4], fe[4], &size) != 0) return perr(p, "bad size (field 5)");
+        return on_alloc(p, ptr, size, dev);
+    }
+    if (field_is(fs[2], fe[2], "free")) {
+        if (fs[4] != fe[4] && scan_dec(fs[4], fe[4], &size) != 0) return perr(p, "bad size (field 5)");
+        return on_free(p, ptr, dev);
+    }
+    return perr(p, "bad action (field 3): expected alloc or free");
+}
+
+static int parse_rmm_line(parser_t *p, const char *s, const char *e)
+{
+    const char *fs[6], *fe[6];
+    int n = split(s, e, fs, fe, 6);
+    if (n != 6) return perr(p, "expected 6 fields Thread,Time,Action,Pointer,Size,Stream; got %d", n > 6 ? 7 : n);
+    uint64_t tid, ptr = 0, size;
+    if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad Thread (field 1)");
+    if (fs[1] == fe[1]) return perr(p, "empty Time (field 2)");
+    if (scan_dec(fs[4], fe[4], &size) != 0) return perr(p, "bad Size (field 5)");
+    int has_ptr = scan_hex(fs[3], fe[3], &ptr) == 0;
+    if (field_is(fs[2], fe[2], "allocate")) {
+        if (!has_ptr) return perr(p, "bad Pointer (field 4): expected hex like 0x7f0010000000");
+        return on_alloc(p, ptr, size, 0);
+    }
+    if (field_is(fs[2], fe[2], "free") || field_is(fs[2], fe[2], "deallocate")) {
+        if (!has_ptr) return perr(p, "bad Pointer (field 4): expected hex like 0x7f0010000000");
+        return on_free(p, ptr, 0);
+    }
+    if (field_is(fs[2], fe[2], "allocate failure")) {
+        p->t->nfails++;
+        return push(p, TRC_FAIL, 0, 0, size);
+    }
+    return perr(p, "bad Action (field 3): expected allocate, free or allocate failure");
+}
+
+static void trim(const char **s, const char **e)
+{
+    while (*s < *e && ((*e)[-1] == '\r' || (*e)[-1] == ' ' || (*e)[-1] == '\t')) (*e)--;
+    while (*s < *e && (**s == ' ' || **s == '\t')) (*s)++;
+}
+
+int trace_parse(const char *name, const char *buf, size_t len, trace_t *t, int quiet)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->path, sizeof t->path, "%s", name);
+    parser_t p = { .name = name, .quiet = quiet, .line = 0, .t = t };
+    const char *s = buf, *end = buf + len;
+    int rc = TOOL_OK, header_seen = 0;
+    if (len == 0) {
+        p.line = 1;
+        rc = perr(&p, "empty file: not a trace");
+        goto out;
+    }
+    if (memchr(buf, '\0', len) != NULL) {
+        const char *z = memchr(buf, '\0', len);
+        p.line = 1;
+        for (const char *c = buf; c < z; c++) p.line += *c == '\n';
+        rc = perr(&p, "NUL byte: not a text trace");
+        goto out;
+    }
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *le = nl ? nl : end;
+        const char *ls = s;
+        s = nl ? nl + 1 : end;
+        p.line++;
+        trim(&ls, &le);
+        if (t->format == 0) { /* first line decides the format */
+            static const char magic[] = "# npupool-trace/";
+            if ((size_t)(le - ls) >= sizeof magic - 1 && memcmp(ls, magic, sizeof magic - 1) == 0) {
+                const char *v = ls + sizeof magic - 1;
+                if (le - v < 1 || *v != '1' || (le - v > 1 && v[1] != ' ')) {
+                    rc = perr(&p, "trace format '%.*s' not supported (this npupool reads npupool-trace/1)",
+                              (int)(le - ls - 2 > 40 ? 40 : le - ls - 2), ls + 2);
+                    goto out;
+                }
+                t->format = TRC_FMT_NPUPOOL;
+                continue;
+            }
+            if (field_is(ls, le, "Thread,Time,Action,Pointer,Size,Stream")) {
+                t->format = TRC_FMT_RMM;
+                t->device_ids[0] = 0; /* RMM logs carry no device: all on device 0 */
+                t->ndevices = 1;
+                header_seen = 1;
+                continue;
+            }
+            rc = perr(&p, "not a trace: expected '# npupool-trace/1' (npupool) or "
+                          "'Thread,Time,Action,Pointer,Size,Stream' (RMM) on the first line");
+            goto out;
+        }
+        if (ls == le) continue;
+        if (t->format == TRC_FMT_NPUPOOL) {
+            if (*ls == '#') continue;
+            if (!header_seen) {
+                if (!field_is(ls, le, "thread,time_ns,action,pointer,size,device")) {
+                    rc = perr(&p, "expected the column line 'thread,time_ns,action,pointer,size,device'");
+                    goto out;
+                }
+                header_seen = 1;
+                continue;
+            }
+            rc = parse_npupool_line(&p, ls, le);
+        } else {
+            rc = parse_rmm_line(&p, ls, le);
+        }
+        if (rc != TOOL_OK) goto out;
+    }
+    if (t->format == TRC_FMT_NPUPOOL && !header_seen) {
+        rc = perr(&p, "truncated: no column line 'thread,time_ns,action,pointer,size,device'");
+        goto out;
+    }
+    t->lines = p.line;
+    t->live_at_end = p.live.n;
+out:
+    free(p.live.e);
+    if (rc != TOOL_OK) {
+        free(t->ev);
+        memset(t, 0, sizeof *t);
+        snprintf(t->path, sizeof t->path, "%s", name);
+    }
+    return rc;
+}
+
+int trace_load(const char *path, trace_t *t)
+{
+    memset(t, 0, sizeof *t);
+    if (strcmp(path, "-") != 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            tool_err("%s: cannot open: %s", path, strerror(errno));
+            return TOOL_BAD;
+        }
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+            void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+            close(fd);
+            if (m == MAP_FAILED) {
+                tool_err("%s: cannot map: %s", path, strerror(errno));
+                return TOOL_BAD;
+            }
+            madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
+            int rc = trace_parse(path, m, (size_t)st.st_size, t, 0);
+            munmap(m, (size_t)st.st_size);
+            return rc;
+        }
+        close(fd);
+    }
+    char *buf;
+    size_t len;
+    int rc = tool_read_file(path, &buf, &len);
+    if (rc != TOOL_OK) return rc;
+    rc = trace_parse(path, buf, len, t, 0);
+    free(buf);
+    return rc;
+}
+
+void trace_release(trace_t *t)
+{
+    free(t->ev);
+    t->ev = NULL;
+    t->nev = t->cap = 0;
+}
