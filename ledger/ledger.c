@@ -71,12 +71,6 @@ static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t g_seq;    /* last sequence number issued */
 static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 = not yet read */
 
-LEDGER_HIDDEN void ledger_stack_memory(size_t *stacks, size_t *bytes, uint64_t *dropped);
-LEDGER_HIDDEN int ledger_stack_check(char *why, size_t why_len);
-LEDGER_HIDDEN void ledger_stack_atfork_prepare(void);
-LEDGER_HIDDEN void ledger_stack_atfork_parent(void);
-LEDGER_HIDDEN void ledger_stack_atfork_child(void);
-
 static void shards_init(void)
 {
     for (int i = 0; i < LEDGER_SHARDS; i++) pthread_mutex_init(&shards[i].lock, NULL);
@@ -316,6 +310,24 @@ size_t ledger_live_count(int device)
                 const rec_t *r = rec_at(s, n);
                 if (r->addr && rec_device(r) == device) total++;
             }
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    return total;
+}
+
+uint64_t ledger_last_seq(void) { return atomic_load_explicit(&g_seq, memory_order_relaxed); }
+
+size_t ledger_live_count_since(uint64_t seq)
+{
+    pthread_once(&shards_once, shards_init);
+    size_t total = 0;
+    for (int k = 0; k < LEDGER_SHARDS; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        for (uint32_t n = 0; n < s->carved; n++) {
+            const rec_t *r = rec_at(s, n);
+            if (r->addr && r->seq > seq) total++;
         }
         pthread_mutex_unlock(&s->lock);
     }

@@ -86,6 +86,11 @@ void ledger_clear(void);
 /* Number of live records of `device`, or of all devices for -1. */
 size_t ledger_live_count(int device);
 
+/* Sequence number of the last allocation recorded (0 = none yet). */
+uint64_t ledger_last_seq(void);
+/* Live records with a sequence number above `seq` (made after ledger_last_seq() returned it). */
+size_t ledger_live_count_since(uint64_t seq);
+
 /* One live record as stored (for tests and tools). */
 typedef struct ledger_record {
     uintptr_t addr;         /* device address (handle for LEDGER_MALLOC_PHYSICAL) */
@@ -135,8 +140,16 @@ uint64_t ledger_now_ns(void);
  * Returns the number of violations; the first is described in why (if non-NULL). */
 int ledger_check(char *why, size_t why_len);
 
+/* Fork, first step: call it FIRST in the prepare handler, before any npupool lock is taken.  It
+ * waits until no thread is inside the unwinder (libunwind's internal locks must not be copied into
+ * the child held) and makes captures return 0 until ledger_atfork_parent/child.  It must come
+ * before the other locks because an unwinding thread may be waiting for the loader lock, held by a
+ * thread in dlopen() that then needs an npupool lock. */
+void ledger_atfork_prepare_capture(void);
 /* pthread_atfork handlers: prepare locks every shard and the stack table, parent unlocks them,
- * child re-initialises the locks (the child keeps the parent's records: its memory is a copy). */
+ * child re-initialises the locks (the child keeps the parent's records: its memory is a copy).
+ * Shard locks are leaves; take them after the report lock (the report writer holds that lock
+ * while it takes shard locks).  Parent and child also reopen the capture gate. */
 void ledger_atfork_prepare(void);
 void ledger_atfork_parent(void);
 void ledger_atfork_child(void);

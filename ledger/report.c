@@ -62,6 +62,8 @@ static struct {
     double start_wall_s;               /* process start, epoch seconds */
     uint64_t start_mono_ns;            /* ledger_now_ns() at report_init */
     int exiting;                       /* the exit report was written: no more background ones */
+    int fork_child;                    /* 1 in a child made by fork() */
+    uint64_t fork_seq;                 /* in a fork child: ledger_last_seq() at the fork */
     /* background */
     int bg_wanted;                     /* report_start_background was called */
     int bg_running;                    /* the thread exists */
@@ -398,10 +400,13 @@ void report_get_stats(report_stats_t *out)
     pthread_mutex_unlock(&rs.lock);
 }
 
+/* "Leaks exist": live allocations of this process.  A fork child inherits the parent's records
+ * (its memory is a copy); only what it allocated itself since the fork counts as its leaks. */
 static void report_if_needed(enum report_trigger trigger)
 {
     pthread_mutex_lock(&rs.lock);
-    if (rs.cfg.pattern_set || ledger_live_count(-1) > 0) write_locked(trigger, -1, NULL, 0, NULL);
+    size_t live = rs.fork_child ? ledger_live_count_since(rs.fork_seq) : ledger_live_count(-1);
+    if (rs.cfg.pattern_set || live > 0) write_locked(trigger, -1, NULL, 0, NULL);
     pthread_mutex_unlock(&rs.lock);
 }
 
@@ -722,15 +727,25 @@ void report_atfork_parent(void) { pthread_mutex_unlock(&rs.lock); }
 void report_atfork_child(void)
 {
     pthread_mutex_init(&rs.lock, NULL);
-    /* The parent's thread does not exist here, and its pipe belongs to the parent. */
+    /* The parent's reporter thread does not exist here and its pipe belongs to the parent.  No new
+     * thread is started in the child (a child of a threaded process should not create threads
+     * before exec; ThreadSanitizer refuses it): the child writes exit, finalize, reset and oom
+     * reports, and gets signal/interval/threshold reports again only if report_start_background()
+     * is called in it.  The signal gets its default action back, as without npupool. */
     if (rs.bg_running) {
         int w = atomic_exchange(&pipe_wr, -1);
         close(w);
         close(rs.pipe_rd);
         rs.pipe_rd = -1;
         rs.bg_running = 0;
-        thread_start_locked();
     }
+    if (rs.handler_installed) {
+        signal(rs.handler_signal, SIG_DFL);
+        rs.handler_installed = 0;
+    }
+    rs.bg_wanted = 0;
     rs.oom_reports = 0;
     rs.start_wall_s = ledger_wall_s();
+    rs.fork_child = 1;
+    rs.fork_seq = ledger_last_seq();
 }

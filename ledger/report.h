@@ -100,8 +100,10 @@ void report_stop_background(void);
 void report_at_exit(void);
 void report_at_finalize(void);
 
-/* pthread_atfork: prepare waits for a report in progress; the child gets a fresh pipe, a fresh
- * reporter thread (when the parent had one) and keeps the parent's growth baseline. */
+/* pthread_atfork: prepare waits for a report in progress (take it before the pool and ledger
+ * locks: the writer holds it while taking those).  The child keeps the parent's growth baseline
+ * but has no reporter thread (none is started in a fork child; call report_start_background in
+ * it to get one) and the report signal gets its default action back. */
 void report_atfork_prepare(void);
 void report_atfork_parent(void);
 void report_atfork_child(void);

@@ -30,6 +30,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,20 @@ __attribute__((noinline)) static int step_backtrace(void **buf, int size)
     return n;
 }
 #endif
+
+/* Fork gate: no thread may be inside the unwinder when fork() copies the process (a lock libunwind
+ * holds there would stay held in the child forever).  Captures count themselves in a striped
+ * counter (one cache line per stripe: threads do not bounce one line); the prepare handler closes
+ * the gate, then waits for the count to drain; a capture that finds the gate closed returns 0
+ * instead of waiting (it may hold the loader lock, which an in-flight unwinder may be waiting for). */
+#define GATE_STRIPES 16
+static struct {
+    _Atomic long n; /* captures in flight on this stripe */
+    char pad[64 - sizeof(long)];
+} in_flight[GATE_STRIPES];
+static _Atomic int fork_gate;                                   /* 1 while a fork is being prepared */
+static _Atomic unsigned next_stripe;                            /* stripe assignment */
+static __thread int t_stripe __attribute__((tls_model("initial-exec"))) = -1; /* this thread's */
 
 static _Atomic int g_depth;                 /* frames kept, 0 = off */
 static _Atomic(unw_backtrace_fn) g_unwind;  /* libunwind's unw_backtrace, NULL until loaded */
@@ -380,9 +395,17 @@ __attribute__((noinline)) uint32_t ledger_capture_stack(int skip)
     unw_backtrace_fn unwind = atomic_load_explicit(&g_unwind, memory_order_acquire);
     if (depth <= 0 || !unwind) return 0;
     if (skip < 0) skip = 0;
+    if (t_stripe < 0) t_stripe = (int)(atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % GATE_STRIPES);
+    _Atomic long *mine = &in_flight[t_stripe].n;
+    atomic_fetch_add(mine, 1); /* seq_cst: ordered before reading the gate (see ledger_atfork_prepare_capture) */
+    if (atomic_load(&fork_gate)) {
+        atomic_fetch_sub(mine, 1);
+        return 0;
+    }
     void *buf[LEDGER_MAX_DEPTH + 32 + SELF_SLACK];
     int want = depth + 1 + SELF_SLACK + (skip < 32 ? skip : 32);
     int n = unwind(buf, want);
+    atomic_fetch_sub_explicit(mine, 1, memory_order_release);
     int i = 1; /* buf[0] is inside this function */
     while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
     i += skip;
@@ -393,6 +416,24 @@ __attribute__((noinline)) uint32_t ledger_capture_stack(int skip)
 
 /* ---- fork ---------------------------------------------------------------------------------- */
 
+void ledger_atfork_prepare_capture(void)
+{
+    atomic_store(&fork_gate, 1); /* seq_cst: ordered before reading the counters */
+    for (int i = 0; i < GATE_STRIPES; i++) {
+        while (atomic_load(&in_flight[i].n) > 0) sched_yield();
+    }
+}
+
 LEDGER_HIDDEN void ledger_stack_atfork_prepare(void) { pthread_mutex_lock(&st.lock); }
-LEDGER_HIDDEN void ledger_stack_atfork_parent(void) { pthread_mutex_unlock(&st.lock); }
-LEDGER_HIDDEN void ledger_stack_atfork_child(void) { pthread_mutex_init(&st.lock, NULL); }
+LEDGER_HIDDEN void ledger_stack_atfork_parent(void)
+{
+    pthread_mutex_unlock(&st.lock);
+    atomic_store(&fork_gate, 0);
+}
+LEDGER_HIDDEN void ledger_stack_atfork_child(void)
+{
+    pthread_mutex_init(&st.lock, NULL);
+    for (int i = 0; i < GATE_STRIPES; i++) atomic_store(&in_flight[i].n, 0); /* other threads are gone */
+    t_stripe = -1;
+    atomic_store(&fork_gate, 0);
+}

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <elfutils/libdwfl.h>
 #include <link.h>
 #include <pthread.h>
@@ -23,7 +24,8 @@
 #define DW_FUNCS(X)                                                                              \
     X(dwfl_begin) X(dwfl_end) X(dwfl_report_begin_add) X(dwfl_report_elf) X(dwfl_report_end)      \
     X(dwfl_addrmodule) X(dwfl_module_addrinfo) X(dwfl_module_getsrc) X(dwfl_lineinfo) X(dwfl_line_comp_dir)             \
-    X(dwfl_build_id_find_elf) X(dwfl_standard_find_debuginfo) X(dwfl_offline_section_address)
+    X(dwfl_build_id_find_elf) X(dwfl_standard_find_debuginfo) X(dwfl_offline_section_address)        \
+    X(dwfl_module_build_id)
 
 static struct {
 #define DW_FIELD(name) __typeof__(&name) name;
@@ -170,6 +172,32 @@ static const module_t *module_of(symbolizer_t *s, uintptr_t addr)
     return NULL;
 }
 
+/* find_debuginfo callback.  elfutils' standard one also asks debuginfod servers when
+ * DEBUGINFOD_URLS is set (Debian sets it in login shells): a report must never wait on the network
+ * or download debug files, so then only the local build-id tree is searched.  The module's own
+ * DWARF is used when this finds nothing. */
+static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+                                const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                                char **debuginfo_file_name)
+{
+    const char *urls = getenv("DEBUGINFOD_URLS");
+    if (!urls || !*urls)
+        return dw.dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                               debuglink_crc, debuginfo_file_name);
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr;
+    int len = dw.dwfl_module_build_id(mod, &bits, &vaddr);
+    if (len < 2 || len > 64) return -1;
+    char path[64 + 2 * 64 + 16];
+    int n = snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%02x/", bits[0]);
+    for (int i = 1; i < len; i++) n += snprintf(path + n, sizeof path - (size_t)n, "%02x", bits[i]);
+    snprintf(path + n, sizeof path - (size_t)n, ".debug");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    *debuginfo_file_name = strdup(path);
+    return fd;
+}
+
 symbolizer_t *sym_open(int names)
 {
     symbolizer_t *s = calloc(1, sizeof *s);
@@ -185,7 +213,7 @@ symbolizer_t *sym_open(int names)
         if (cb) {
             *cb = cb_template;
             cb->find_elf = dw.dwfl_build_id_find_elf;
-            cb->find_debuginfo = dw.dwfl_standard_find_debuginfo;
+            cb->find_debuginfo = find_debuginfo_local;
             cb->section_address = dw.dwfl_offline_section_address;
             cb->debuginfo_path = &debuginfo_path;
             s->dwfl = dw.dwfl_begin(cb);

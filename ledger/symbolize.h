@@ -7,7 +7,8 @@
  * Names come from elfutils' libdwfl when libdw.so.1 can be loaded: the module's ELF symbol table
  * (.symtab, so `static` functions and executables linked without -rdynamic are named too; falls
  * back to .dynsym and .gnu_debugdata), and file:line from DWARF where the module (or its separate
- * debug file under /usr/lib/debug) has it.  libdw is dlopen()ed (RTLD_LOCAL) lazily at the first
+ * debug file under /usr/lib/debug) has it — local files only: debuginfod servers are never asked,
+ * even when DEBUGINFOD_URLS is set.  libdw is dlopen()ed (RTLD_LOCAL) lazily at the first
  * symbolization and kept: a process that never writes a report never maps libdw, libelf and their
  * compression libraries, and none of their symbols enter the host program's global scope.  Without
  * libdw, names come from dladdr (dynamic symbols only) and there is no file:line.

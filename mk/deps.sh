@@ -3,7 +3,7 @@
 # As root: one `apt-get update`, then `apt-get install -y` of what is missing.
 # Otherwise: print the exact command and fail, so the build stops with a clear message.
 set -eu
-PKGS="gcc make libc6-dev binutils libunwind-dev libcjson-dev libcmocka-dev libdw-dev libelf-dev librsvg2-bin valgrind jq"
+PKGS="gcc g++ make libc6-dev binutils libunwind-dev libcjson-dev libcmocka-dev libdw-dev libelf-dev librsvg2-bin valgrind jq python3 python3-jsonschema"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -24,6 +24,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * lock while it calls the runtime, and the runtime never calls npupool, so the two never nest. */
 static void atfork_prepare(void)
 {
+    observe_atfork_prepare_capture(); /* first: no thread may be inside libunwind at fork */
     device_atfork_prepare();
     observe_atfork_prepare_reports();
     device_atfork_prepare_pools();

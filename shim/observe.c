@@ -108,6 +108,7 @@ void observe_oom(enum shim_entry e, int device, size_t requested, size_t granted
     }
     report_oom_info_t info = {
         .requested_bytes = requested,
+        .granted_bytes = granted,
         .device = device,
         .entry_point = shim_entry_name(e),
         .free_bytes = st.free_bytes,
@@ -132,6 +133,7 @@ void observe_at_exit(void)
     report_at_exit();
 }
 
+void observe_atfork_prepare_capture(void) { ledger_atfork_prepare_capture(); }
 void observe_atfork_prepare_reports(void) { report_atfork_prepare(); }
 void observe_atfork_parent_reports(void) { report_atfork_parent(); }
 void observe_atfork_child_reports(void) { report_atfork_child(); }

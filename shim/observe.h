@@ -36,6 +36,7 @@ void observe_at_exit(void);
 
 /* Fork: the report writer's lock comes before the pools' (the reporter thread holds it while it
  * reads pools), the ledger's and the trace recorder's after them. */
+void observe_atfork_prepare_capture(void); /* before any lock: waits out stack captures */
 void observe_atfork_prepare_reports(void);
 void observe_atfork_parent_reports(void);
 void observe_atfork_child_reports(void);

@@ -88,3 +88,8 @@ void *real_substitute(const char *name, void *sym)
     }
     return sym;
 }
+
+void real_resolve_all(void)
+{
+    for (int id = 0; id < REAL_COUNT; id++) real_get((enum real_id)id);
+}

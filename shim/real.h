@@ -35,6 +35,11 @@ void *real_get(enum real_id id);
 /* Typed call helper: REAL(aclrtMalloc)(ptr, size, policy). NULL-check with real_get first. */
 #define REAL(name) ((__typeof__(&name))real_get(REAL_##name))
 
+/* Resolve every real function now (idempotent).  Called before npupool makes a thread wait on
+ * another one that will call the runtime: a first resolution takes the loader lock, which a
+ * thread inside dlopen() (a library constructor allocating) may hold while it waits for us. */
+void real_resolve_all(void);
+
 const char *real_name(enum real_id id);
 /* Hidden aliases of the shim's hook definitions (defined in entry.c): their addresses are the
  * shim's own code even when a program's canonical PLT address stands for the exported name. */

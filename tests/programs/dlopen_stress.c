@@ -16,7 +16,7 @@
 #include "acl/acl.h"
 #include "check.h"
 
-static volatile int stop;
+static _Atomic int stop; /* set by main, read by the workers */
 
 __attribute__((noipa)) static void *allocate_forever(void *arg)
 {

@@ -5,6 +5,10 @@
 # need_jsonschema  skip unless python3-jsonschema is installed
 # check_reports ARGS...   tests/programs/check_report.py with the schema of this tree
 # reports PATTERN  the report files matching a glob in $TMPDIR_CASE, oldest first
+# Debian's interpreter first: mk/deps.sh installs python3-jsonschema for it, and a python3 earlier
+# on PATH (pyenv, a venv) may not see Debian's packages.
+if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
+
 need_ledger() {
     [ -f "$SHIM" ] || skip "$SHIM is not built"
     nm "$SHIM" 2>/dev/null | grep -q ' report_at_exit$' || skip "the ledger is not linked into $SHIM yet"
@@ -12,11 +16,11 @@ need_ledger() {
 }
 
 need_jsonschema() {
-    python3 -c 'import jsonschema' 2>/dev/null || skip "python3-jsonschema is not installed"
+    "$PY" -c 'import jsonschema' 2>/dev/null || skip "python3-jsonschema is not installed (for $PY)"
 }
 
 check_reports() {
-    python3 "$ROOT/tests/programs/check_report.py" --schema "$ROOT/docs/report-schema.json" "$@"
+    "$PY" "$ROOT/tests/programs/check_report.py" --schema "$ROOT/docs/report-schema.json" "$@"
 }
 
 reports() {

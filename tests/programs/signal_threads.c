@@ -18,7 +18,7 @@
 #include "acl/acl.h"
 #include "check.h"
 
-static volatile int stop;
+static _Atomic int stop; /* set by main, read by the workers */
 static const char *dir;
 
 typedef struct worker {

@@ -429,6 +429,7 @@ static void test_fork_while_threads_record(void **state)
     static int registered;
     if (!registered) {
         pthread_atfork(ledger_atfork_prepare, ledger_atfork_parent, ledger_atfork_child);
+        pthread_atfork(ledger_atfork_prepare_capture, NULL, NULL); /* prepare handlers run in reverse: first */
         registered = 1;
     }
     enum { T = 4 };

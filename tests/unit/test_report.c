@@ -12,7 +12,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -330,7 +332,8 @@ static void test_oom_report_explains_fragmentation(void **state)
     assert_true(rt_num(oom, "free_bytes") >= 5.0 * (1 << 30));
     assert_true(rt_num(oom, "largest_free_bytes") < 2.0 * (1 << 30));
     const char *reason = rt_str(oom, "reason");
-    print_message("# oom reason: %s\n", reason);
+    assert_non_null(reason);
+    print_message("# oom reason: %s\n", reason ? reason : "?");
     assert_true(!strncmp(reason, "fragmentation: ", 15));
     assert_non_null(strstr(reason, "GiB free, largest block 1.0 GiB"));
     const cJSON *f0 = cJSON_GetArrayItem(rt_get(oom, "frames"), 0);
@@ -355,7 +358,8 @@ static void test_oom_report_explains_fragmentation(void **state)
     assert_int_equal(ask_for_two_gib(), 207001);
     doc = rt_last_report();
     reason = rt_str(doc, "oom.reason");
-    print_message("# oom reason: %s\n", reason);
+    assert_non_null(reason);
+    print_message("# oom reason: %s\n", reason ? reason : "?");
     assert_true(!strncmp(reason, "exhausted: ", 11));
     assert_int_equal((long)rt_num(doc, "oom.reports_suppressed"), 1);
     cJSON_Delete(doc);
@@ -505,6 +509,40 @@ static void test_devices_without_pool(void **state)
     cJSON_Delete(doc);
 }
 
+/* A fork child inherits the parent's records: they are not its leaks. */
+static void test_fork_child_reports_only_its_own_leaks(void **state)
+{
+    (void)state;
+    static int registered;
+    if (!registered) {
+        pthread_atfork(report_atfork_prepare, report_atfork_parent, report_atfork_child);
+        registered = 1;
+    }
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(rt_dir), 0);
+    unsetenv("NPUPOOL_REPORT");
+    report_init(&rt_source);
+    rt_make_pool(0, (size_t)64 << 20);
+    leak_small(); /* the parent's */
+    pid_t pid = fork();
+    if (pid == 0) {
+        char mine[64];
+        snprintf(mine, sizeof mine, "npupool-report-%d-", (int)getpid());
+        report_at_exit();
+        if (rt_count_files(mine) != 0) _exit(1); /* only inherited records: no report */
+        leak_small();
+        report_at_exit();
+        if (rt_count_files(mine) != 1) _exit(2); /* its own leak: a report */
+        _exit(0);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(chdir(cwd), 0);
+}
+
 static int group_setup(void **state)
 {
     (void)state;
@@ -533,6 +571,7 @@ int main(void)
         cmocka_unit_test_setup(test_symbols_off, setup),
         cmocka_unit_test_setup(test_exit_report_only_when_needed, setup),
         cmocka_unit_test_setup(test_devices_without_pool, setup),
+        cmocka_unit_test_setup(test_fork_child_reports_only_its_own_leaks, setup),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
