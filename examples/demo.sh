@@ -27,10 +27,15 @@ for k in device_allocs device_frees peak_dev0; do
     printf '%-38s %12s %12s\n' "$k" "$(counter $k "$OUT/stats-plain")" "$(counter $k "$OUT/stats-pool")"
 done
 
-reports=$(ls "$OUT"/report-*.json 2>/dev/null || true)
-if [ -n "$reports" ] && [ -x "$BUILD/npupool" ]; then
-    last=$(ls -t "$OUT"/report-*.json | head -1)
+# The service calls aclFinalize with its session leak still live: npupool writes a `finalize`
+# report then (pool still there), and an `exit` report at exit.
+final="$OUT/report-1.json"
+if [ -f "$final" ] && [ -x "$BUILD/npupool" ]; then
     echo
-    echo "== 4. npupool's report of run 2 ($last)"
-    "$BUILD/npupool" summary "$last"
+    echo "== 4. npupool's report at aclFinalize ($final; every report: ls $OUT)"
+    "$BUILD/npupool" summary "$final"
+    echo
+    echo "   full stacks:    $BUILD/npupool leaks $final"
+    echo "   pool picture:   $BUILD/npupool map $final -o $OUT/map.svg"
+    "$BUILD/npupool" map "$final" -o "$OUT/map.svg" >/dev/null && echo "   (written: $OUT/map.svg)"
 fi

@@ -60,7 +60,7 @@ static void timed_free(void *p)
 }
 
 /* The bug: every 50th request opens a session whose state is never released. */
-static void *cache_session_state(int request)
+static __attribute__((noinline)) void *cache_session_state(int request)
 {
     void *state = timed_alloc((size_t)(request % 7 + 1) << 20);
     memset(state, 0, 4096);

@@ -4,8 +4,10 @@
  * reservation of NPUPOOL_POOL_BYTES, or NPUPOOL_RATIO of the free HBM the runtime reports, in
  * 2 MiB units.  When the runtime refuses, the size backs off by 1/8 per step down to
  * RESERVE_MIN_BYTES; if every step is refused the device runs without a pool (every request
- * takes the fallback path) until aclrtResetDevice.  Retired pools are kept, never destroyed, so a
- * thread racing a reset cannot touch freed metadata; their count is bounded by resets.
+ * takes the fallback path) until aclrtResetDevice.  A retired pool's host metadata is destroyed
+ * only RETIRE_GRACE_NS after its retirement (at a later retirement), so a thread that loaded the
+ * pool pointer just before a reset never touches freed metadata; at most RETIRE_KEEP_MAX are kept
+ * (a program resetting in a tight loop), so host memory stays bounded.
  *
  * Locking: shim_devices_lock guards the state fields of every device and is NEVER held across a
  * runtime call or a report: a device being built is marked `creating` and other threads wait on
@@ -16,6 +18,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "log.h"
 #include "options.h"
@@ -24,6 +27,8 @@
 
 #define HUGE_PAGE (2u << 20)
 #define RESERVE_MIN_BYTES ((size_t)64 << 20)
+#define RETIRE_GRACE_NS (200ull * 1000 * 1000) /* a pool operation takes microseconds */
+#define RETIRE_KEEP_MAX 32                      /* retired pools kept at most, whatever their age */
 
 shim_device_t shim_devices[SHIM_MAX_DEVICES];
 shim_counters_t shim_unknown_device_counters;
@@ -35,8 +40,35 @@ static int highest_device = -1; /* highest device index that ever had a pool */
 typedef struct retired_pool {
     struct retired_pool *next; /* older retirements */
     pool_t *pool;              /* metadata of a pool whose memory the runtime took back */
+    uint64_t retired_ns;       /* CLOCK_MONOTONIC time of the retirement */
 } retired_pool_t;
-static retired_pool_t *retired_pools; /* pushed under shim_devices_lock */
+static retired_pool_t *retired_pools; /* newest first; guarded by shim_devices_lock */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* pre: shim_devices_lock held.  Destroys retired pools older than the grace period, and all
+ * but the newest RETIRE_KEEP_MAX - 1. */
+static void reap_retired_locked(uint64_t now)
+{
+    retired_pool_t **link = &retired_pools;
+    int kept = 0;
+    while (*link) {
+        retired_pool_t *r = *link;
+        if (now - r->retired_ns > RETIRE_GRACE_NS || kept >= RETIRE_KEEP_MAX - 1) {
+            *link = r->next;
+            pool_destroy(r->pool);
+            free(r);
+        } else {
+            link = &r->next;
+            kept++;
+        }
+    }
+}
 
 static size_t reservation_target(int device)
 {
@@ -160,9 +192,12 @@ uintptr_t device_pool_retire(int device)
         d->reservation = 0;
         d->reservation_bytes = 0;
         counters_sub(&d->counters, pool_bytes, counters_get(&d->counters, pool_bytes));
+        uint64_t now = now_ns();
+        reap_retired_locked(now);
         retired_pool_t *node = malloc(sizeof *node);
         if (node) { /* else the metadata leaks; it is never touched again either way */
             node->pool = pool;
+            node->retired_ns = now;
             node->next = retired_pools;
             retired_pools = node;
         }

@@ -5,7 +5,7 @@
 # Integration programs (tests/programs/*.c) are plain ACL applications: they include only
 # <acl/acl.h>, link the fake runtime (SHIM_DLOPEN_PROGRAMS dlopen() it instead) and know nothing of npupool.
 UNIT_TESTS ?=
-SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices
+SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop
 SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen
 SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%)
 

@@ -86,7 +86,7 @@ static void print_row(const entry_t *e, int stacks)
     char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN], site[256];
     printf("  %12s %+9" PRId64 " %11s %9" PRId64 " %4ld  %s\n", tool_sbytes(b1, e->new_bytes - e->old_bytes),
            e->new_count - e->old_count, tool_bytes(b2, (uint64_t)e->new_bytes), e->new_count, e->leak->device,
-           rep_site_label(e->leak, site, sizeof site));
+           rep_stack_label(e->leak, site, sizeof site));
     if (stacks) {
         for (size_t f = 0; f < e->leak->nframes; f++) {
             char fl[600];

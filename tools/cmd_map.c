@@ -272,7 +272,7 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
                     snprintf(label, sizeof label, "other sites");
                     color = NCOLORS - 1;
                 } else {
-                    rep_site_label(&m->r->leaks[m->site_color[k]], label, sizeof label);
+                    rep_stack_label(&m->r->leaks[m->site_color[k]], label, sizeof label);
                 }
             } else {
                 class_label(d, k, label, sizeof label);

@@ -141,7 +141,7 @@ static void print_leaks(const report_t *r, size_t top)
         char site[256], age[24];
         snprintf(age, sizeof age, "%.1f s", v[i]->oldest_age_s);
         printf("  %11s %9" PRIu64 " %4ld %9s %11s  %s\n", tool_bytes(b1, v[i]->bytes), v[i]->count, v[i]->device, age,
-               v[i]->has_growth ? tool_sbytes(b2, v[i]->growth_bytes) : "-", rep_site_label(v[i], site, sizeof site));
+               v[i]->has_growth ? tool_sbytes(b2, v[i]->growth_bytes) : "-", rep_stack_label(v[i], site, sizeof site));
     }
     if (r->leaks_omitted) printf("  (%" PRIu64 " more sites left out of the report)\n", r->leaks_omitted);
     free(v);

@@ -133,6 +133,9 @@ void report_release(report_t *r);
 /* Short label of a site: "func (file:line)", "func (module+0xoff)", "module+0xoff" or "?".
  * Uses the first frame with anything known. */
 const char *rep_site_label(const rep_leak_t *l, char *buf, size_t cap);
+/* The site label followed by " < caller" (the next frame with a function name), for rows that
+ * stand for one stack. */
+const char *rep_stack_label(const rep_leak_t *l, char *buf, size_t cap);
 /* One frame as "func at file:line (module+0xoff)" with whatever is known. */
 const char *rep_frame_label(const rep_frame_t *f, char *buf, size_t cap);
 /* Basename of a module path ("" for NULL). */

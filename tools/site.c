@@ -1,6 +1,7 @@
 /* tools/site.c — how a call site and a frame are named in the command's output (see report.h).
  * Stateless.  A frame with a function shows "func"; with a source line "func (file:line)"; without
- * either it falls back to "module+0xoffset", so unsymbolized reports still read sensibly.
+ * either it falls back to "module+0xoffset", so unsymbolized reports still read sensibly.  A stack
+ * (one row of summary/diff) is named by its site and its first named caller: "f (f.c:3) < main".
  */
 #include "report.h"
 
@@ -35,6 +36,22 @@ const char *rep_site_label(const rep_leak_t *l, char *buf, size_t cap)
         return buf;
     }
     snprintf(buf, cap, "?");
+    return buf;
+}
+
+const char *rep_stack_label(const rep_leak_t *l, char *buf, size_t cap)
+{
+    rep_site_label(l, buf, cap);
+    /* The innermost frame is often a wrapper (a caching allocator, a helper every site calls):
+     * name the caller too, so that rows of different stacks can be told apart. */
+    size_t i = 0;
+    while (i < l->nframes && !frame_known(&l->frames[i])) i++;
+    for (i++; i < l->nframes; i++) {
+        if (!l->frames[i].function) continue;
+        size_t n = strlen(buf);
+        if (n + 4 < cap) snprintf(buf + n, cap - n, " < %s", l->frames[i].function);
+        break;
+    }
     return buf;
 }
 

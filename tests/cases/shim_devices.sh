@@ -5,4 +5,12 @@ run_plain devices || fail "devices fails without the shim"
 run_preloaded devices || fail "devices fails in front of the shim"
 # device 0: one reservation; device 1: one before and one after its reset
 [ "$(stat device_allocs)" -eq 3 ] || fail "expected 3 runtime allocations (pools), got $(stat device_allocs)"
+
+# 3000 resets in a tight loop: one pool each, and host memory stays bounded (retired pools' metadata
+# is given back after a grace period): within 32 MiB of the same loop without the shim.
+base=$(run_plain reset_loop | sed -n 's/^maxrss_kb //p') || fail "reset_loop fails without the shim"
+with=$(run_preloaded reset_loop | sed -n 's/^maxrss_kb //p') || fail "reset_loop fails in front of the shim"
+[ "$(stat device_allocs)" -eq 3000 ] || fail "expected 3000 pools, got $(stat device_allocs)"
+echo "peak RSS: $base KiB alone, $with KiB with npupool"
+[ "$VARIANT" != plain ] || [ "$with" -le $((base + 32768)) ] || fail "host memory grows with resets: $with KiB vs $base KiB"
 exit 0

@@ -35,6 +35,7 @@ static void *rebuild(void *arg)
         set_device(1);
         if (m_align32(&p, 4096, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS) f_free(p);
         reset_device(1);
+        usleep(200); /* a few thousand rebuilds a second at most */
     }
     return NULL;
 }
