@@ -1,5 +1,7 @@
 /* tests/unit/test_pool.c — pool API, edge sizes, misuse, exhaustion, coalescing, segregation
- * of small blocks, statistics.  pool_check() is asserted to be 0 after every operation.
+ * of small blocks, statistics, and the size-class slabs (class geometry and boundaries, page
+ * carve/cache/release, misuse inside pages, fallbacks, free runs across page edges).
+ * pool_check() is asserted to be 0 after every operation.
  * (Randomised sequences: test_pool_random.c; threads: test_pool_threads.c.)
  */
 #include <setjmp.h>
@@ -13,7 +15,8 @@
 #include <cmocka.h>
 
 #include "pool.h"
-#include "tlsf.h" /* PL_CHUNK_BYTES, pheap_mapping: the tests check routing and classes */
+#include "slab.h" /* white box: class geometry, page of an address */
+#include "tlsf.h" /* pheap_mapping: the tests check the large heap's classes */
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -405,8 +408,10 @@ static void test_coalesce_random(void **state)
         coalesce_in_order(2, s);
 }
 
-/* Small blocks live in chunks carved from the top of free space; large blocks from the bottom.
- * After the small ones are freed, the large free space is one piece again. */
+/* Small blocks live in slab pages carved from the top of free space; large blocks from the
+ * bottom.  After the small ones are freed, the large free space is one piece again (cached
+ * empty pages count as free and merge with it), and a request for all of it succeeds (the
+ * miss gives the cached pages back). */
 static void test_small_segregation(void **state)
 {
     (void)state;
@@ -423,14 +428,17 @@ static void test_small_segregation(void **state)
         for (int k = 0; k < 30; k++)
             small[ns++] = must_alloc(p, rng_range(&seed, 1, 256 * KiB));
     }
-    /* Large blocks are packed at the bottom of the range, with no chunk in between. */
+    /* Large blocks are packed at the bottom of the range, with no page in between. */
     for (size_t i = 0; i < nl; i++) {
         size_t g;
         assert_int_equal(pool_block_size(p, large[i], &g, NULL), POOL_OK);
         assert_true(large[i] + g <= base + large_bytes);
+        assert_null(pl_page_of(p, large[i]));
     }
-    for (size_t i = 0; i < ns; i++)
+    for (size_t i = 0; i < ns; i++) {
         assert_true(small[i] >= base + large_bytes);
+        assert_non_null(pl_page_of(p, small[i]));
+    }
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_true(st.buckets[0].live_blocks + st.buckets[1].live_blocks + st.buckets[2].live_blocks ==
@@ -438,13 +446,15 @@ static void test_small_segregation(void **state)
     shuffle(small, ns, &seed);
     for (size_t i = 0; i < ns; i++)
         must_free(p, small[i]);
+    assert_true(p->cached_pages > 0); /* empty pages kept by their classes */
     walk_sum_t w = walk_sum(p);
     pool_get_stats(p, &st);
-    /* One free piece above the large blocks, plus at most the cached spare chunk. */
-    assert_true(w.free_blocks <= 2);
-    assert_true(st.largest_free_bytes >= st.free_bytes - PL_CHUNK_BYTES);
+    assert_int_equal(w.free_blocks, 1);
+    assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.free_bytes, size - large_bytes);
-    uintptr_t a = must_alloc(p, size - large_bytes - PL_CHUNK_BYTES);
+    assert_int_equal(st.largest_free_bytes, size - large_bytes);
+    uintptr_t a = must_alloc(p, size - large_bytes);
+    assert_int_equal(p->cached_pages, 0);
     must_free(p, a);
     for (size_t i = 0; i < nl; i++)
         must_free(p, large[i]);
@@ -452,38 +462,95 @@ static void test_small_segregation(void **state)
     pool_destroy(p);
 }
 
-/* A chunk that empties while others are in use stays as the spare; the pool gives it back when
- * nothing is live; a pool smaller than a chunk serves small requests from the large heap. */
-static void test_spare_chunk_and_tiny_pool(void **state)
+/* A page that empties while other blocks are live stays cached (free memory, merged with its
+ * free neighbours in the walk); a large request that misses takes it back; the pool gives
+ * every page back when nothing is live.  A pool smaller than a page serves small requests
+ * from the large heap, and so does a pool whose free space cannot hold a page. */
+static void test_cached_page_and_tiny_pool(void **state)
 {
     (void)state;
     pool_t *p = pool_create(0x500000000ull, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
-    uintptr_t s1 = must_alloc(p, 512 * KiB);
+    uintptr_t s1 = must_alloc(p, 256 * KiB);
+    uintptr_t s0 = must_alloc(p, 250 * KiB); /* same class */
+    ppage_t *pg = pl_page_of(p, s1);
+    assert_non_null(pg);
+    assert_int_equal(pg->slot, 256 * KiB);
+    assert_int_equal(pg->nslots, 1); /* a class with no live slot gets a minimum page */
+    assert_int_equal(pg->addr + pg->span, 0x500000000ull + 64 * MiB); /* carved from the top */
+    assert_int_equal(pl_page_of(p, s0)->addr + 256 * KiB, pg->addr); /* the next one below */
     pool_stats_t st;
     pool_get_stats(p, &st);
-    assert_int_equal(st.free_blocks, 2); /* rest of the chunk, rest of the large heap */
-    must_free(p, s1);                    /* chunk empties: kept as the spare */
+    /* keep | free | s0 | s1 */
+    assert_int_equal(st.free_blocks, 1);
+    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
+    assert_int_equal(st.overhead_bytes, 6 * KiB);
+    must_free(p, s1); /* page empties: cached, one free run up to the top */
+    assert_int_equal(p->cached_pages, 1);
+    assert_int_equal(p->pages, 2);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 2);
-    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - PL_CHUNK_BYTES);
-    /* A large request larger than the rest of the large heap takes the spare back. */
+    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
+    must_free(p, s0); /* the class's second empty page: cached too */
+    assert_int_equal(p->cached_pages, 2);
+    assert_int_equal(p->cls[pl_class_of(256 * KiB)].ncached, 2);
+    assert_int_equal(p->pages, 2);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_blocks, 1);
+    assert_int_equal(st.largest_free_bytes, 62 * MiB);
+    uintptr_t s2 = must_alloc(p, 240 * KiB + 64); /* a cached page is used again */
+    assert_true(s2 == s0 || s2 == s1);
+    assert_int_equal(p->cached_pages, 1);
+    assert_int_equal(p->pages, 2);
+    must_free(p, s2);
+    /* A large request larger than the large heap's free block takes the cached page back. */
     uintptr_t big = must_alloc(p, 62 * MiB);
+    assert_int_equal(p->pages, 0);
     must_free(p, big);
     must_free(p, keep);
     assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);
 
-    p = pool_create(0x600000000ull, 3 * MiB); /* smaller than one chunk */
-    uintptr_t a = must_alloc(p, 100);
+    p = pool_create(0x600000000ull, 48 * KiB); /* smaller than any page */
+    uintptr_t t[3];
+    for (int i = 0; i < 3; i++) {
+        t[i] = must_alloc(p, 100);
+        assert_null(pl_page_of(p, t[i]));
+    }
+    assert_int_equal(t[1], t[0] + 128); /* packed by the large heap, 64-byte granular */
+    for (int i = 0; i < 3; i++)
+        must_free(p, t[i]);
+    assert_one_free_block(p, 48 * KiB);
+    pool_destroy(p);
+
+    p = pool_create(0x600000000ull, 3 * MiB + 192 * KiB);
+    uintptr_t a = must_alloc(p, 100); /* a 256 KiB page */
+    assert_non_null(pl_page_of(p, a));
     uintptr_t b = must_alloc(p, 2 * MiB);
-    uintptr_t c = must_alloc(p, 900 * KiB);
+    uintptr_t c = must_alloc(p, 900 * KiB); /* above the slab limit: the large heap */
+    assert_null(pl_page_of(p, c));
     uintptr_t d;
-    assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d), POOL_ENOMEM); /* 60 KiB are left */
+    check_pool(p);
     must_free(p, b);
     must_free(p, a);
     must_free(p, c);
-    assert_one_free_block(p, 3 * MiB);
+    assert_one_free_block(p, 3 * MiB + 192 * KiB);
+    pool_destroy(p);
+
+    /* 230 KiB left: a 200 KiB request's page (2 slots of 224 KiB) cannot be carved; the large
+     * heap serves it directly, and it is freed through the address map. */
+    p = pool_create(0x600000000ull, 2 * MiB + 230 * KiB);
+    b = must_alloc(p, 2 * MiB);
+    c = must_alloc(p, 200 * KiB);
+    assert_null(pl_page_of(p, c));
+    assert_int_equal(p->pages, 0);
+    size_t g = 0;
+    assert_int_equal(pool_block_size(p, c, &g, NULL), POOL_OK);
+    assert_int_equal(g, 200 * KiB);
+    must_free(p, c);
+    must_free(p, b);
+    assert_one_free_block(p, 2 * MiB + 230 * KiB);
     pool_destroy(p);
 }
 
@@ -628,6 +695,330 @@ static void test_many_blocks(void **state)
     pool_destroy(p);
 }
 
+/* ---- size-class slabs ------------------------------------------------------------------ */
+
+/* Class table: 64-byte steps to 1 KiB, then 8 per power of two to PL_SLAB_MAX (waste < 12.5 %);
+ * class_of agrees with the table at every boundary; page geometry within its bounds; the
+ * reciprocal gives the exact slot index for every 64-byte offset inside a largest page. */
+static void test_class_geometry(void **state)
+{
+    (void)state;
+    pl_classes_init();
+    assert_int_equal(pl_class_geom[0].slot, 64);
+    assert_int_equal(pl_class_geom[15].slot, KiB);
+    assert_int_equal(pl_class_geom[PL_NCLASSES - 1].slot, PL_SLAB_MAX);
+    for (unsigned c = 0; c < PL_NCLASSES; c++) {
+        const pclass_geom_t *g = &pl_class_geom[c];
+        size_t lo = c == 0 ? 64 : pl_class_geom[c - 1].slot + 64; /* smallest need of c */
+        assert_int_equal(g->slot % 64, 0);
+        assert_true(g->slot >= lo);
+        assert_int_equal(pl_class_of(g->slot), c);
+        assert_int_equal(pl_class_of(lo), c);
+        if (c >= 16)
+            assert_true((double)g->slot < 1.125 * (double)lo + 1e-9);
+        else
+            assert_int_equal(g->slot, lo);
+        assert_true(g->min_slots >= 1 && g->min_slots <= g->max_slots);
+        assert_true(g->max_slots <= PL_PAGE_MAX_SLOTS);
+        assert_true((size_t)g->min_slots * g->slot >= PL_PAGE_MIN);
+        assert_true((size_t)g->max_slots * g->slot <= PL_PAGE_MAX);
+        if ((size_t)g->slot * PL_PAGE_SLOTS <= PL_PAGE_MAX)
+            assert_true(g->max_slots >= PL_PAGE_SLOTS);
+        uint32_t units = g->slot / 64, end = g->max_slots * units;
+        for (uint32_t u = 0; u < end; u++)
+            if ((uint32_t)(((uint64_t)u * g->inv) >> 31) != u / units)
+                fail_msg("class %u: reciprocal wrong at offset %u units", c, u);
+    }
+}
+
+/* The first and the last size of every class land in a page of that class, keep their
+ * sizes, and account slot - granted as overhead. */
+static void test_slab_class_boundaries(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xb00000000ull, 256 * MiB);
+    for (unsigned c = 0; c < PL_NCLASSES; c++) {
+        size_t slot = pl_class_geom[c].slot;
+        size_t sizes[2] = {c == 0 ? 1 : pl_class_geom[c - 1].slot + 1, slot};
+        uintptr_t a[2];
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(pool_alloc(p, sizes[i] / 2, sizes[i], &a[i]), POOL_OK);
+            check_pool(p);
+            ppage_t *pg = pl_page_of(p, a[i]);
+            assert_non_null(pg);
+            assert_int_equal(pg->cls, c);
+            assert_int_equal(pg->slot, slot);
+            assert_int_equal((a[i] - pg->addr) % slot, 0);
+            size_t g = 0, r = 0;
+            assert_int_equal(pool_block_size(p, a[i], &g, &r), POOL_OK);
+            assert_int_equal(g, sizes[i]);
+            assert_int_equal(r, sizes[i] / 2);
+        }
+        pool_stats_t st;
+        pool_get_stats(p, &st);
+        assert_int_equal(st.allocated_bytes, sizes[0] + sizes[1]);
+        assert_int_equal(st.overhead_bytes, 2 * slot - sizes[0] - sizes[1]);
+        assert_int_equal(st.buckets[pool_bucket_of(sizes[1])].live_bytes >= sizes[1], 1);
+        for (int i = 0; i < 2; i++) {
+            size_t g = 0, r = 0;
+            assert_int_equal(pool_free(p, a[i], &g, &r), POOL_OK);
+            assert_int_equal(g, sizes[i]);
+            assert_int_equal(r, sizes[i] / 2);
+            check_pool(p);
+        }
+        assert_int_equal(p->pages, 0); /* nothing live: every page given back */
+    }
+    /* One past the last class: the large heap. */
+    uintptr_t a = must_alloc(p, PL_SLAB_MAX + 1);
+    assert_null(pl_page_of(p, a));
+    must_free(p, a);
+    assert_one_free_block(p, 256 * MiB);
+    pool_destroy(p);
+}
+
+static size_t partial_len(const pclass_t *c)
+{
+    size_t n = 0;
+    for (const ppage_t *pg = c->partial; pg; pg = pg->next)
+        n++;
+    return n;
+}
+
+/* Pages grow with their class, fill up, leave and rejoin the partial list, are cached when
+ * they empty (at most PL_CACHE_PAGES per class: beyond that the lowest one goes), reused
+ * before new pages are carved, and given back. */
+static void test_slab_page_recycling(void **state)
+{
+    (void)state;
+    enum { N = 600 };
+    pool_t *p = pool_create(0xc00000000ull, 256 * MiB);
+    uintptr_t keep = must_alloc(p, 8 * MiB); /* keeps the pool non-empty */
+    unsigned c = pl_class_of(16 * KiB);
+    const pclass_geom_t *g = &pl_class_geom[c];
+    assert_int_equal(g->min_slots, PL_PAGE_MIN / (16 * KiB));
+    assert_true(g->max_slots > g->min_slots);
+    uintptr_t a[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = must_alloc(p, 16 * KiB);
+        assert_true(partial_len(&p->cls[c]) <= 1);
+    }
+    assert_int_equal(p->cls[c].live, N);
+    assert_int_equal(pl_page_of(p, a[0])->nslots, g->min_slots);    /* the first page */
+    assert_true(pl_page_of(p, a[N - 1])->nslots > g->min_slots);     /* grown with the class */
+    /* Empty pages one after another, from the top (the oldest) down: the first
+     * PL_CACHE_PAGES are cached, then each new empty page is the lowest and goes. */
+    ppage_t *order[N];
+    size_t npages = 0;
+    for (int i = 0; i < N; i++) {
+        ppage_t *pg = pl_page_of(p, a[i]);
+        if (npages == 0 || order[npages - 1] != pg)
+            order[npages++] = pg;
+    }
+    assert_true(npages > PL_CACHE_PAGES + 2);
+    uintptr_t cached_addr[PL_CACHE_PAGES];
+    for (size_t k = 0; k < PL_CACHE_PAGES + 2; k++) {
+        ppage_t *pg = order[k];
+        uintptr_t addr = pg->addr;
+        uint64_t pages = p->pages;
+        for (int i = 0; i < N; i++)
+            if (a[i] && pl_page_of(p, a[i]) == pg) {
+                must_free(p, a[i]);
+                a[i] = 0;
+            }
+        if (k < PL_CACHE_PAGES) {
+            assert_int_equal(p->pages, pages);
+            assert_int_equal(p->cls[c].ncached, k + 1);
+            cached_addr[k] = addr;
+            assert_true(k == 0 || addr < cached_addr[k - 1]);
+        } else {
+            assert_int_equal(p->pages, pages - 1); /* the lowest (this one) is given back */
+            assert_int_equal(p->cls[c].ncached, PL_CACHE_PAGES);
+            assert_null(pl_page_of(p, addr));
+        }
+    }
+    assert_int_equal(p->cached_pages, PL_CACHE_PAGES);
+    /* Partly used pages are on the partial list and are filled before any cached one. */
+    for (int i = 0; i < N; i += 7)
+        if (a[i]) {
+            must_free(p, a[i]);
+            a[i] = 0;
+        }
+    assert_true(partial_len(&p->cls[c]) > 1);
+    for (int i = 0; i < N; i++)
+        if (!a[i] && p->cls[c].partial) {
+            a[i] = must_alloc(p, 16 * KiB - 100);
+            for (size_t k = 0; k < PL_CACHE_PAGES; k++)
+                assert_true(pl_page_of(p, a[i])->addr != cached_addr[k]);
+        }
+    assert_int_equal(partial_len(&p->cls[c]), 0);
+    assert_int_equal(p->cached_pages, PL_CACHE_PAGES);
+    /* Then the cached pages, before any new page is carved. */
+    uint64_t pages = p->pages;
+    size_t reused = 0;
+    for (int i = 0; i < N; i++)
+        if (!a[i]) {
+            a[i] = must_alloc(p, 16 * KiB);
+            for (size_t k = 0; k < PL_CACHE_PAGES; k++)
+                reused += pl_page_of(p, a[i])->addr == cached_addr[k];
+        }
+    assert_int_equal(p->cached_pages, 0);
+    assert_true(reused >= PL_CACHE_PAGES);
+    assert_int_equal(p->pages, pages + 1); /* one more page for the two pages given back */
+    for (int i = N; i-- > 0;)
+        must_free(p, a[i]);
+    assert_true(p->cached_pages <= PL_CACHE_PAGES);
+    assert_int_equal(p->cls[c].live, 0);
+    must_free(p, keep);
+    assert_int_equal(p->pages, 0);
+    assert_int_equal(p->cached_pages, 0);
+    assert_one_free_block(p, 256 * MiB);
+    pool_destroy(p);
+}
+
+/* Misuse inside slab pages: interior pointers, double frees, free slots never used, slots of
+ * a cached page; none changes anything. */
+static void test_slab_misuse(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0xd00000000ull;
+    pool_t *p = pool_create(base, 64 * MiB);
+    uintptr_t keep = must_alloc(p, 2 * MiB);
+    uintptr_t a = must_alloc(p, 3000), b = must_alloc(p, 3000), c = must_alloc(p, 3000);
+    ppage_t *pg = pl_page_of(p, a);
+    assert_int_equal(pg->slot, 3 * KiB);
+    assert_int_equal(b, a + 3 * KiB);
+    assert_int_equal(c, b + 3 * KiB);
+    uintptr_t x = must_alloc(p, 100 * KiB); /* its own class and page */
+    must_free(p, x);                         /* ... now cached */
+    assert_int_equal(p->cached_pages, 1);
+    must_free(p, b);
+    pool_stats_t before, after;
+    pool_get_stats(p, &before);
+    const uintptr_t bad[] = {
+        b,                            /* double free */
+        a + 64,                       /* interior, 64-aligned */
+        a + 1,                        /* interior, unaligned */
+        a + 3 * KiB - 64,             /* last 64 bytes of a slot */
+        c + 3 * KiB,                  /* a free slot never handed out */
+        pg->addr + pg->span - 3 * KiB, /* the page's last slot, free */
+        pg->addr + pg->span - 64,     /* inside it */
+        x,                            /* a slot of the cached page (double free) */
+        x + 128,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t g = 777, r = 777;
+        assert_int_equal(pool_free(p, bad[i], &g, &r), POOL_ENOTLIVE);
+        assert_int_equal(g, 777);
+        assert_int_equal(r, 777);
+        assert_int_equal(pool_block_size(p, bad[i], &g, &r), POOL_ENOTLIVE);
+        check_pool(p);
+        pool_get_stats(p, &after);
+        assert_true(stats_equal_but_invalid(&before, &after));
+        assert_int_equal(after.invalid_frees, before.invalid_frees + i + 1);
+    }
+    size_t g;
+    assert_int_equal(pool_block_size(p, a, &g, NULL), POOL_OK);
+    assert_int_equal(g, 3000);
+    must_free(p, c);
+    assert_int_equal(pool_free(p, c, NULL, NULL), POOL_ENOTLIVE);
+    must_free(p, a); /* the page empties: cached (the 100 KiB class holds the other) */
+    assert_int_equal(p->cached_pages, 2);
+    must_free(p, keep); /* nothing live: both pages go */
+    assert_int_equal(p->pages, 0);
+    assert_int_equal(pool_free(p, a, NULL, NULL), POOL_ENOTLIVE); /* now a free large block */
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+/* With the large heap exhausted, a small request takes a free slot of a larger class; when
+ * none is left either, ENOMEM. */
+static void test_slab_larger_class_fallback(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xe00000000ull, 4 * MiB);
+    uintptr_t a = must_alloc(p, 1000);
+    ppage_t *pg = pl_page_of(p, a);
+    assert_int_equal(pg->slot, KiB);
+    const size_t n = pg->nslots - 1, span = pg->span;
+    uintptr_t big = must_alloc(p, 4 * MiB - span); /* the whole large heap */
+    uintptr_t *s = malloc(n * sizeof *s);
+    size_t granted = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t want = 100 + i % 900;
+        s[i] = must_alloc(p, want);
+        granted += want;
+        assert_ptr_equal(pl_page_of(p, s[i]), pg);
+        size_t g;
+        assert_int_equal(pool_block_size(p, s[i], &g, NULL), POOL_OK);
+        assert_int_equal(g, want);
+    }
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.free_bytes, 0);
+    assert_int_equal(st.free_blocks, 0);
+    assert_int_equal(st.overhead_bytes, span - 1000 - granted);
+    uintptr_t x;
+    assert_int_equal(pool_alloc(p, 0, 64, &x), POOL_ENOMEM);
+    check_pool(p);
+    must_free(p, s[10]);
+    assert_int_equal(pool_alloc(p, 0, 64, &x), POOL_OK); /* the slot just freed */
+    assert_int_equal(x, s[10]);
+    s[10] = x;
+    check_pool(p);
+    for (size_t i = 0; i < n; i++)
+        must_free(p, s[i]);
+    must_free(p, a);
+    must_free(p, big);
+    assert_one_free_block(p, 4 * MiB);
+    free(s);
+    pool_destroy(p);
+}
+
+/* Free runs are maximal across page edges: a cached page between a free block and a live
+ * page is one free block with the free block. */
+static void test_free_runs_across_pages(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0xf00000000ull;
+    pool_t *p = pool_create(base, 64 * MiB);
+    uintptr_t keep = must_alloc(p, 2 * MiB);
+    uintptr_t p1 = must_alloc(p, 256 * KiB), p2 = must_alloc(p, 256 * KiB);
+    uintptr_t p3 = must_alloc(p, 256 * KiB);
+    assert_int_equal(p1, base + 64 * MiB - 256 * KiB); /* one-slot pages stacked downwards */
+    assert_int_equal(p2, p1 - 256 * KiB);
+    assert_int_equal(p3, p2 - 256 * KiB);
+    must_free(p, p2); /* cached, between live p3 and live p1 */
+    walk_sum_t w = walk_sum(p);
+    assert_int_equal(w.free_blocks, 2);
+    assert_int_equal(w.largest, 64 * MiB - 2 * MiB - 3 * 256 * KiB);
+    must_free(p, p3); /* cached too: p3, p2 and the free space below are one run */
+    assert_int_equal(p->pages, 3);
+    assert_int_equal(p->cached_pages, 2);
+    w = walk_sum(p);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(w.free_blocks, 1);
+    assert_int_equal(st.free_blocks, 1);
+    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 256 * KiB);
+    assert_true(st.fragmentation == 0.0);
+    /* A page with free slots on both edges joins free memory on both sides. */
+    must_free(p, p1);
+    uintptr_t q[8];
+    for (int i = 0; i < 8; i++)
+        q[i] = must_alloc(p, 64); /* one 4096-slot page of 64 bytes */
+    for (int i = 0; i < 8; i += 2)
+        must_free(p, q[i]);
+    pool_get_stats(p, &st);
+    w = walk_sum(p);
+    assert_int_equal(st.free_blocks, w.free_blocks);
+    assert_int_equal(st.largest_free_bytes, w.largest);
+    for (int i = 1; i < 8; i += 2)
+        must_free(p, q[i]);
+    must_free(p, keep);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
 static int stop_at_second(void *ctx, uintptr_t addr, size_t size, int is_free)
 {
     (void)addr;
@@ -661,11 +1052,17 @@ int main(void)
         cmocka_unit_test(test_coalesce_reverse),
         cmocka_unit_test(test_coalesce_random),
         cmocka_unit_test(test_small_segregation),
-        cmocka_unit_test(test_spare_chunk_and_tiny_pool),
+        cmocka_unit_test(test_cached_page_and_tiny_pool),
         cmocka_unit_test(test_stats_consistency),
         cmocka_unit_test(test_exact_class_probe),
         cmocka_unit_test(test_many_blocks),
         cmocka_unit_test(test_walk_stops),
+        cmocka_unit_test(test_class_geometry),
+        cmocka_unit_test(test_slab_class_boundaries),
+        cmocka_unit_test(test_slab_page_recycling),
+        cmocka_unit_test(test_slab_misuse),
+        cmocka_unit_test(test_slab_larger_class_fallback),
+        cmocka_unit_test(test_free_runs_across_pages),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
 }

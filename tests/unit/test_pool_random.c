@@ -5,7 +5,7 @@
  * ENOMEM must be honest (no free block the request could use was large enough); every free
  * returns what the alloc recorded.  pool_check() runs after every operation; the pool's
  * counters are compared with the model's sums.  Sizes are log-uniform from 1 byte to the whole
- * pool, mixed with the exact edge sizes.  Invalid frees (random in-range addresses, outside
+ * pool, mixed with the exact edge sizes (and the slab class boundaries).  Invalid frees (random in-range addresses, outside
  * addresses) must leave the pool unchanged.
  */
 #include <math.h>
@@ -102,20 +102,20 @@ static live_t model_take(model_t *m, size_t i)
     return e;
 }
 
-/* Largest free block a request of `need` bytes could have used (white box: for a large request
- * only the large heap counts, plus an empty spare chunk that would have been given back). */
+/* Largest free space a request of `need` bytes could have used (white box): a run of the
+ * large heap's FREE blocks and cached (empty) slab pages, which a miss gives back and which
+ * then coalesce; for a slab-sized request also a free slot of any class (slot >= need). */
 static size_t usable_free(pool_t *p, size_t need)
 {
-    size_t best = 0;
+    size_t best = 0, run = 0;
     for (const pblock_t *b = p->large_first; b; b = b->phys_next) {
-        if (b->state == PB_FREE && b->size > best)
-            best = b->size;
-        if (b->state != PB_CHUNK)
-            continue;
-        for (const pblock_t *s = b->first; s; s = s->phys_next)
-            if (s->state == PB_FREE && (need <= PL_SMALL_MAX || b == p->spare_chunk) &&
-                s->size > best)
-                best = s->size;
+        int free_now = b->state == PB_FREE || (b->state == PB_PAGE && b->page->live == 0);
+        run = free_now ? run + b->size : 0;
+        if (run > best)
+            best = run;
+        if (b->state == PB_PAGE && need <= PL_SLAB_MAX && b->page->live < b->page->nslots &&
+            b->page->slot > best)
+            best = b->page->slot;
     }
     return best;
 }
@@ -126,6 +126,13 @@ static size_t pick_size(uint64_t *s, size_t usable)
     unsigned r = (unsigned)(rng_next(s) % 100);
     if (r < 6)
         return edge[rng_next(s) % (sizeof edge / sizeof edge[0])];
+    if (r < 12) { /* a slab class's first or last size */
+        unsigned c = (unsigned)(rng_next(s) % PL_NCLASSES);
+        size_t v = rng_next(s) & 1 ? pl_class_geom[c].slot
+                 : c == 0            ? 1
+                                     : pl_class_geom[c - 1].slot + 1;
+        return v > usable ? usable : v;
+    }
     if (r == 6)
         return usable;
     if (r == 7)
@@ -242,7 +249,8 @@ static void test_random_64m_unaligned(void **state)
 static void test_random_small_pool(void **state)
 {
     (void)state;
-    /* Smaller than two chunks: exercises the small-request fallback to the large heap. */
+    /* A few MiB: pages often cannot be carved (small requests fall back to the large heap or
+     * to a free slot of a larger class) and cached pages are taken back by large requests. */
     for (uint64_t seed = 11; seed <= 13; seed++)
         run_sequence(seed, 0x10000000ull, 7 * MiB + 4096, 3000, 55);
 }

@@ -1,0 +1,31 @@
+# bench/bench.mk — `make bench`: pool benchmarks (plain build only, -O2; not part of the tests).
+#   $(BUILD)/bench/bench_pool   free+malloc pair latency: npupool vs glibc vs the seed's first fit
+#   $(BUILD)/bench/bench_frag   fragmentation and minimal pool size on the seed's tensor scenario
+# BENCH_ARGS_POOL (default empty = 200000 timed pairs) is passed to bench_pool.
+
+ifeq ($(SAN),)
+BENCH_OBJS := $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/bench/bench_frag.o \
+              $(BUILD)/obj/bench/firstfit.o
+$(BENCH_OBJS): CFLAGS += -O2
+
+$(BUILD)/bench/bench_pool: $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/bench/firstfit.o \
+                           $(BUILD)/libnpupool_pool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
+
+$(BUILD)/bench/bench_frag: $(BUILD)/obj/bench/bench_frag.o $(BUILD)/obj/bench/firstfit.o \
+                           $(BUILD)/libnpupool_pool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lm
+
+BENCH_TARGETS += $(BUILD)/bench/bench_pool $(BUILD)/bench/bench_frag
+
+bench: $(BENCH_TARGETS)
+	$(BUILD)/bench/bench_pool $(BENCH_ARGS_POOL)
+	$(BUILD)/bench/bench_frag
+	@for b in $(filter-out $(BUILD)/bench/bench_pool $(BUILD)/bench/bench_frag,$(BENCH_TARGETS)); do \
+	    echo "== $$b"; $$b || exit 1; done
+else
+bench:
+	@echo "make bench: benchmarks run from the plain build only (drop SAN=$(SAN))" >&2; exit 1
+endif

@@ -1,0 +1,317 @@
+/* bench/bench_ledger.c — what the ledger costs (issue 3's benchmark), side by side in one run.
+ *
+ * 1. A free+malloc pair in steady state (1,000 live blocks, sizes log-uniform 512 B..1 MiB), each
+ *    pair timed alone, made the way the shim makes it (capture before any lock, pool_alloc,
+ *    ledger_record_alloc; ledger_record_free before pool_free), from a call chain ~40 frames deep
+ *    with 64 distinct call paths:
+ *        glibc          malloc/free (reference)
+ *        pool           pool_alloc/pool_free only
+ *        ledger bt=0    pool + ledger records, backtraces off
+ *        ledger bt=16   + a backtrace of the default depth
+ *        ledger bt=32   + a backtrace of 32 frames
+ *    Target (issue 3): <= 400 ns median per pair at the default depth.
+ * 2. Writing one report with 1,000,000 live allocations from 10,000 distinct stacks (real return
+ *    addresses in this binary, 16 frames each), symbolized and not.  Target: <= 1 s.
+ * 3. Ledger host memory per live allocation at 1,000,000 live (limit 64 bytes) and per stack.
+ * Timer: CLOCK_MONOTONIC (vDSO); the median of empty timed intervals is subtracted.
+ * Usage: bench_ledger [timed_pairs]   (default 200000 per variant)
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ledger.h"
+#include "pool.h"
+#include "report.h"
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t rng_state = 88172645463325252ull;
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static size_t log_uniform(size_t lo, size_t hi)
+{
+    double u = (double)(rng() >> 11) / 9007199254740992.0;
+    return (size_t)exp(log((double)lo) + u * (log((double)hi) - log((double)lo)));
+}
+
+/* ---- pair benchmark ---------------------------------------------------------------------------- */
+
+enum variant { V_GLIBC, V_POOL, V_LEDGER, V_COUNT };
+
+typedef struct pair_bench {
+    enum variant v;      /* what a pair does */
+    pool_t *pool;        /* V_POOL, V_LEDGER */
+    uintptr_t *slot;     /* live blocks */
+    size_t nslots;       /* live count */
+    size_t *sizes;       /* size sequence */
+    uint64_t *samples;   /* ns per timed pair */
+    size_t timed;        /* pairs to time */
+    uint64_t overhead;   /* timer overhead, ns */
+} pair_bench_t;
+
+static uintptr_t do_alloc(pair_bench_t *b, size_t size)
+{
+    switch (b->v) {
+    case V_GLIBC: return (uintptr_t)malloc(size);
+    case V_POOL: {
+        uintptr_t a = 0;
+        pool_alloc(b->pool, size, ((size + 31) & ~(size_t)31) + 32, &a);
+        return a;
+    }
+    default: {
+        uint32_t sid = ledger_capture_stack(0); /* before any lock, as the shim does */
+        size_t granted = ((size + 31) & ~(size_t)31) + 32;
+        uintptr_t a = 0;
+        if (pool_alloc(b->pool, size, granted, &a) == POOL_OK)
+            ledger_record_alloc(a, 0, size, granted, LEDGER_MALLOC, LEDGER_FROM_POOL, sid);
+        return a;
+    }
+    }
+}
+
+static void do_free(pair_bench_t *b, uintptr_t a)
+{
+    switch (b->v) {
+    case V_GLIBC: free((void *)a); break;
+    case V_POOL: pool_free(b->pool, a, NULL, NULL); break;
+    default:
+        ledger_record_free(a);
+        pool_free(b->pool, a, NULL, NULL);
+        break;
+    }
+}
+
+static size_t seq_pos;
+
+/* The steady-state loop; runs at the bottom of a deep call chain. */
+__attribute__((noipa)) static void pair_loop(pair_bench_t *b, size_t warm)
+{
+    for (size_t i = 0; i < warm + b->timed; i++) {
+        size_t k = rng() % b->nslots;
+        size_t size = b->sizes[seq_pos++ % (b->nslots * 64)];
+        uint64_t t0 = now_ns();
+        do_free(b, b->slot[k]);
+        b->slot[k] = do_alloc(b, size);
+        uint64_t t1 = now_ns();
+        if (i >= warm) b->samples[i - warm] = t1 - t0 > b->overhead ? t1 - t0 - b->overhead : 0;
+    }
+}
+
+/* 64 distinct call paths, ~40 frames deep: bits choose one of two call sites per level. */
+typedef void (*leaf_fn)(void *ctx);
+__attribute__((noipa)) static void descend_a(int level, unsigned bits, leaf_fn f, void *ctx);
+__attribute__((noipa)) static void descend_b(int level, unsigned bits, leaf_fn f, void *ctx);
+__attribute__((noipa)) static void descend_a(int level, unsigned bits, leaf_fn f, void *ctx)
+{
+    if (level == 0) {
+        f(ctx);
+        return;
+    }
+    if (bits & 1)
+        descend_b(level - 1, bits >> 1, f, ctx);
+    else
+        descend_a(level - 1, bits >> 1, f, ctx);
+    __asm__ volatile("" ::: "memory");
+}
+__attribute__((noipa)) static void descend_b(int level, unsigned bits, leaf_fn f, void *ctx)
+{
+    if (level == 0) {
+        f(ctx);
+        return;
+    }
+    if (bits & 1)
+        descend_a(level - 1, bits >> 1, f, ctx);
+    else
+        descend_b(level - 1, bits >> 1, f, ctx);
+    __asm__ volatile("" ::: "memory");
+}
+
+typedef struct chunk_ctx {
+    pair_bench_t *b;  /* the benchmark */
+    size_t pairs;     /* pairs to run in this call path */
+    size_t offset;    /* where its samples go */
+} chunk_ctx_t;
+
+static void run_chunk(void *arg)
+{
+    chunk_ctx_t *c = arg;
+    pair_bench_t sub = *c->b;
+    sub.samples = c->b->samples + c->offset;
+    sub.timed = c->pairs;
+    pair_loop(&sub, 0);
+}
+
+static void run_variant(const char *name, enum variant v, int depth, size_t timed, double *median_out)
+{
+    enum { LIVE = 1000 };
+    pair_bench_t b = {0};
+    b.v = v;
+    b.nslots = LIVE;
+    b.timed = timed;
+    b.slot = calloc(LIVE, sizeof *b.slot);
+    b.sizes = malloc(LIVE * 64 * sizeof *b.sizes);
+    b.samples = malloc(timed * sizeof *b.samples);
+    rng_state = 88172645463325252ull; /* the same sequence for every variant */
+    seq_pos = 0;
+    for (size_t i = 0; i < LIVE * 64; i++) b.sizes[i] = log_uniform(512, 1u << 20);
+    if (v != V_GLIBC) b.pool = pool_create((uintptr_t)1 << 40, (size_t)64 << 30);
+    ledger_init(depth);
+    ledger_clear();
+    /* timer overhead */
+    uint64_t *e = malloc(100000 * sizeof *e);
+    for (int i = 0; i < 100000; i++) {
+        uint64_t t0 = now_ns();
+        e[i] = now_ns() - t0;
+    }
+    qsort(e, 100000, sizeof *e, cmp_u64);
+    b.overhead = e[50000];
+    free(e);
+    for (size_t i = 0; i < LIVE; i++) b.slot[i] = do_alloc(&b, b.sizes[i]);
+    pair_bench_t warm = b;
+    warm.timed = 0;
+    pair_loop(&warm, 20000);
+    /* timed pairs in 64 call paths of 40 frames */
+    size_t per = timed / 64, off = 0;
+    for (unsigned path = 0; path < 64; path++) {
+        chunk_ctx_t c = {&b, path == 63 ? timed - off : per, off};
+        descend_a(40, path, run_chunk, &c);
+        off += c.pairs;
+    }
+    qsort(b.samples, timed, sizeof *b.samples, cmp_u64);
+    double med = (double)b.samples[timed / 2], p99 = (double)b.samples[timed * 99 / 100];
+    double p999 = (double)b.samples[timed * 999 / 1000];
+    printf("  %-14s median %7.0f ns   p99 %7.0f ns   p99.9 %7.0f ns\n", name, med, p99, p999);
+    printf("BENCH_LEDGER pair variant=%s median_ns=%.0f p99_ns=%.0f p999_ns=%.0f\n", name, med, p99, p999);
+    if (median_out) *median_out = med;
+    for (size_t i = 0; i < LIVE; i++) do_free(&b, b.slot[i]);
+    if (b.pool) pool_destroy(b.pool);
+    free(b.slot);
+    free(b.sizes);
+    free(b.samples);
+    ledger_clear();
+}
+
+/* ---- report benchmark -------------------------------------------------------------------------- */
+
+typedef struct big_ctx {
+    pool_t *pool;          /* the device */
+    size_t per_stack;      /* allocations per stack */
+    size_t made;           /* allocations made so far */
+} big_ctx_t;
+
+static void alloc_many(void *arg)
+{
+    big_ctx_t *c = arg;
+    uint32_t sid = ledger_capture_stack(0);
+    for (size_t i = 0; i < c->per_stack; i++) {
+        uintptr_t a;
+        if (pool_alloc(c->pool, 256, 320, &a) != POOL_OK) return;
+        ledger_record_alloc(a, 0, 256, 320, LEDGER_MALLOC, LEDGER_FROM_POOL, sid);
+        c->made++;
+    }
+}
+
+static pool_t *bench_pool;
+static void for_each_device(void *ctx, void (*cb)(void *, int, pool_t *, const struct shim_counters *),
+                            void *cbctx)
+{
+    (void)ctx;
+    cb(cbctx, 0, bench_pool, NULL);
+}
+
+static void report_bench(void)
+{
+    enum { STACKS = 10000, LIVE = 1000000 };
+    ledger_init(16);
+    ledger_clear();
+    bench_pool = pool_create((uintptr_t)1 << 40, (size_t)1 << 30);
+    big_ctx_t c = {bench_pool, LIVE / STACKS, 0};
+    uint64_t t0 = now_ns();
+    for (unsigned s = 0; s < STACKS; s++) descend_a(14, s, alloc_many, &c);
+    uint64_t t1 = now_ns();
+    ledger_memory_t m;
+    ledger_memory(&m);
+    printf("  %zu live allocations from %zu stacks recorded in %.2f s\n", m.live_records, m.stacks,
+           (double)(t1 - t0) * 1e-9);
+    printf("  ledger host memory: %.1f bytes per live allocation (limit 64); stacks: %zu bytes "
+           "(%.0f per stack of 16 frames)\n", (double)m.record_bytes / (double)m.live_records, m.stack_bytes,
+           (double)m.stack_bytes / (double)m.stacks);
+    printf("BENCH_LEDGER memory live=%zu bytes_per_live=%.1f stacks=%zu stack_bytes=%zu\n", m.live_records,
+           (double)m.record_bytes / (double)m.live_records, m.stacks, m.stack_bytes);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/npupool-bench-report-%d.json", (int)getpid());
+    setenv("NPUPOOL_REPORT", path, 1);
+    report_source_t src = {for_each_device, NULL, NULL};
+    for (int symbols = 0; symbols <= 1; symbols++) {
+        setenv("NPUPOOL_REPORT_SYMBOLS", symbols ? "1" : "0", 1);
+        report_init(&src);
+        uint64_t best = UINT64_MAX, first = 0;
+        for (int rep = 0; rep < 3; rep++) {
+            uint64_t r0 = now_ns();
+            if (report_write(REPORT_SIGNAL, -1) != 0) {
+                printf("  report failed\n");
+                return;
+            }
+            uint64_t r1 = now_ns();
+            if (r1 - r0 < best) best = r1 - r0;
+            if (rep == 0) first = r1 - r0;
+        }
+        struct stat st;
+        stat(path, &st);
+        printf("  report with %zu live / %zu stacks, symbols %s: %.3f s (best of 3; first %.3f s), %.1f MB "
+               "(target 1 s)\n", m.live_records, m.stacks, symbols ? "on " : "off", (double)best * 1e-9,
+               (double)first * 1e-9, (double)st.st_size / 1e6);
+        printf("BENCH_LEDGER report symbols=%d seconds=%.3f bytes=%lld\n", symbols, (double)best * 1e-9,
+               (long long)st.st_size);
+    }
+    if (!getenv("BENCH_KEEP_REPORT")) unlink(path);
+    ledger_clear();
+    pool_destroy(bench_pool);
+}
+
+int main(int argc, char **argv)
+{
+    size_t timed = argc > 1 ? strtoul(argv[1], NULL, 10) : 200000;
+    if (timed < 1000) timed = 1000;
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_ARENA_MAX, 1);
+    printf("bench_ledger: free+malloc pair, 1,000 live, sizes 512 B..1 MiB log-uniform, %zu timed pairs\n",
+           timed);
+    double glibc, off, d16, d32;
+    run_variant("glibc", V_GLIBC, 0, timed, &glibc);
+    run_variant("pool", V_POOL, 0, timed, NULL);
+    run_variant("ledger bt=0", V_LEDGER, 0, timed, &off);
+    run_variant("ledger bt=16", V_LEDGER, 16, timed, &d16);
+    run_variant("ledger bt=32", V_LEDGER, 32, timed, &d32);
+    printf("  backtrace cost: %.0f ns at 16 frames, %.0f ns at 32 (medians over backtraces off); "
+           "default depth %s the 400 ns target\n", d16 - off, d32 - off, d16 <= 400 ? "meets" : "MISSES");
+    printf("bench_ledger: report writing and memory\n");
+    report_bench();
+    return 0;
+}

@@ -1,0 +1,306 @@
+/* pool/pool.c — the public pool API: create/destroy, alloc/free, lookups, locking; routing
+ * between the size-class slabs and the large heap.
+ *
+ * Algorithm (bounds are per call, independent of the number of live blocks):
+ *   alloc(granted): need = granted rounded up to 64.
+ *     need <= PL_SLAB_MAX (256 KiB): class c = class_of(need) (slab.h).
+ *       1. fast path: the head page of c's partial list -> lowest free slot (two
+ *          find-first-set).  Nothing else is touched: no hash, no descriptor, no heap.
+ *       2. one of c's cached empty pages, if any, goes back on the partial list -> 1.
+ *       3. carve a new page for c from the top of a large free block (slab.c) -> 1.
+ *       4. no page could be carved (large heap exhausted even after giving back the cached
+ *          pages, pool smaller than a page, host OOM): serve the request from the large heap
+ *          directly (a LIVE large block of exactly `need` bytes, in the address map);
+ *       5. else a free slot of the next larger class that has one (scan of < PL_NCLASSES
+ *          classes): the price of never refusing a request that some free slot could hold.
+ *       A slot whose granted - requested does not fit its 32-bit record takes one req_map
+ *       entry, reserved before anything changes (never for ACL's rounding).
+ *     need > PL_SLAB_MAX: large heap (TLSF, tlsf.h), cut from the bottom of the block found;
+ *       on a miss the cached empty pages are given back and the search is repeated once.
+ *       Then one insert into the address map (expected O(1)).  Everything that could fail
+ *       for lack of host memory (3 descriptors, 1 map slot) is reserved before anything
+ *       changes.
+ *   free(addr): the granule table names the slab page holding addr, if any (O(1), slab.h):
+ *     then addr must be the start of a live slot (else POOL_ENOTLIVE, nothing changed) and
+ *     the slot's bit is set again; a page whose last slot was freed is cached or given back
+ *     (slab.c).  Otherwise: address map lookup (expected O(1)), unmap, coalesce with the
+ *     physical neighbours in the large heap (O(1)).  When no block is live any more, every
+ *     cached page is given back, so an empty pool is one free block over [ubase, uend).
+ * Bound: slab alloc/free = O(1) (a handful of loads and stores in the class, the page's hot
+ *   line, one bitmap word and one slot record); a page carve/release adds the O(1) large-heap
+ *   work and <= 17 granule-table stores; giving back the cache is <= PL_NCLASSES *
+ *   PL_CACHE_PAGES page releases.  Large alloc = at most 2 pheap_find (each two find-first-set
+ *   + at most PL_PROBE list steps) + 1 split + one hash insert; large free = one hash delete +
+ *   1 coalesce.
+ * Invariants: see pool_internal.h (tiling), slab.h (pages) and pool_check.c.
+ * Statistics: pool_walk() reports a live block or slot with its granted size (what the caller
+ * owns), free memory as maximal runs (pool_stats.c); slot - granted (or block size - granted)
+ * is the overhead of the conservation law.
+ * Locking: one pthread mutex per pool around every call except pool_contains, which compares
+ * against the immutable range only (pool_free also reads the granule directory before
+ * locking, atomically, to prefetch the entry).  pool_lock/pool_unlock exist for fork handlers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "slab.h"
+#include "tlsf.h"
+
+pool_t *pool_create(uintptr_t base, size_t size)
+{
+    if (size == 0 || base > UINTPTR_MAX - size)
+        return NULL;
+    uintptr_t ubase = (base + POOL_ALIGN - 1) & ~(uintptr_t)(POOL_ALIGN - 1);
+    uintptr_t uend = (base + size) & ~(uintptr_t)(POOL_ALIGN - 1);
+    if (ubase < base || uend <= ubase)
+        return NULL; /* not even one aligned block fits */
+    pl_classes_init();
+    pool_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->base = base;
+    p->size = size;
+    p->ubase = ubase;
+    p->uend = uend;
+    pheap_init(&p->large);
+    pdesc_init(&p->desc);
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        return NULL;
+    }
+    if (addrmap_init(&p->live, PL_MAP_INITIAL) != 0 || addrmap_init(&p->req_map, 16) != 0 ||
+        pdesc_reserve(&p->desc, 1) != 0 || pl_slab_init(p) != 0) {
+        pl_slab_destroy(p);
+        addrmap_destroy(&p->live);
+        addrmap_destroy(&p->req_map);
+        pdesc_destroy(&p->desc);
+        pthread_mutex_destroy(&p->lock);
+        free(p);
+        return NULL;
+    }
+    pblock_t *b = pdesc_get(&p->desc);
+    b->addr = ubase;
+    b->size = uend - ubase;
+    b->state = PB_FREE;
+    pheap_insert(&p->large, b);
+    p->large_first = b;
+    return p;
+}
+
+void pool_destroy(pool_t *p)
+{
+    if (!p)
+        return;
+    pl_slab_destroy(p);
+    addrmap_destroy(&p->live);
+    addrmap_destroy(&p->req_map);
+    pdesc_destroy(&p->desc);
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+static inline int in_range(const pool_t *p, uintptr_t addr)
+{
+    return addr - p->base < p->size; /* wraps for addr < base */
+}
+
+int pool_contains(const pool_t *p, uintptr_t addr) { return p && in_range(p, addr); }
+
+void pool_lock(pool_t *p) { pthread_mutex_lock(&p->lock); }
+void pool_unlock(pool_t *p) { pthread_mutex_unlock(&p->lock); }
+
+static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
+{
+    int k = pl_bucket_of(granted);
+    if (sign > 0) {
+        p->allocated_bytes += granted;
+        p->requested_bytes += requested;
+        p->live_blocks++;
+        p->bucket_live_blocks[k]++;
+        p->bucket_live_bytes[k] += granted;
+        if (p->allocated_bytes > p->peak_allocated_bytes)
+            p->peak_allocated_bytes = p->allocated_bytes;
+    } else {
+        p->allocated_bytes -= granted;
+        p->requested_bytes -= requested;
+        p->live_blocks--;
+        p->bucket_live_blocks[k]--;
+        p->bucket_live_bytes[k] -= granted;
+    }
+}
+
+/* A LIVE large-heap block of exactly `need` bytes, cut from the bottom of a free block and
+ * entered in the address map.  0 when nothing fits (or host OOM). */
+static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested, uintptr_t *out)
+{
+    if (pdesc_reserve(&p->desc, 3) != 0 || addrmap_reserve(&p->live, 1) != 0)
+        return 0;
+    pblock_t *b = pl_large_find(p, need);
+    if (!b)
+        return 0;
+    pheap_remove(&p->large, b);
+    b = pheap_split(&p->large, &p->desc, b, need, 0);
+    b->state = PB_LIVE;
+    b->granted = granted;
+    b->requested = requested;
+    if (addrmap_put_new(&p->live, b->addr, (uint64_t)(uintptr_t)b) != 0) {
+        /* Cannot happen after addrmap_reserve; undo rather than leak the block. */
+        pheap_insert(&p->large, pheap_coalesce(&p->large, &p->desc, b));
+        return 0;
+    }
+    *out = b->addr;
+    return 1;
+}
+
+/* Steps 2-5 of a slab request (see the header). */
+static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t requested,
+                      uintptr_t *out)
+{
+    pclass_t *cl = &p->cls[c];
+    if (cl->cached) {
+        *out = pl_slot_take(p, pl_uncache(p, cl), granted, requested);
+        return 1;
+    }
+    if (pdesc_reserve(&p->desc, 3) != 0)
+        return 0;
+    ppage_t *pg = pl_page_new(p, c);
+    if (pg) {
+        *out = pl_slot_take(p, pg, granted, requested);
+        return 1;
+    }
+    if (large_alloc(p, need, granted, requested, out))
+        return 1;
+    for (unsigned k = c + 1; k < PL_NCLASSES; k++) {
+        pclass_t *d = &p->cls[k];
+        if (!d->partial && d->cached)
+            pl_uncache(p, d);
+        if (d->partial) {
+            *out = pl_slot_take(p, d->partial, granted, requested);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out)
+{
+    if (!p || !out || granted == 0 || requested > granted || granted > p->uend - p->ubase)
+        return POOL_EINVAL;
+    size_t need = pl_align_up(granted);
+    uintptr_t addr = 0;
+    int ok;
+    pthread_mutex_lock(&p->lock);
+    if (need <= PL_SLAB_MAX && pl_slot_escapes(granted, requested) &&
+        addrmap_reserve(&p->req_map, 1) != 0) {
+        ok = 0; /* host OOM */
+    } else if (need <= PL_SLAB_MAX) {
+        unsigned c = pl_class_of(need);
+        ppage_t *pg = p->cls[c].partial;
+        if (pg) {
+            addr = pl_slot_take(p, pg, granted, requested);
+            ok = 1;
+        } else {
+            ok = small_slow(p, c, need, granted, requested, &addr);
+        }
+    } else {
+        ok = large_alloc(p, need, granted, requested, &addr);
+    }
+    if (!ok) {
+        p->failed_allocs++;
+        pthread_mutex_unlock(&p->lock);
+        return POOL_ENOMEM;
+    }
+    count_live(p, granted, requested, +1);
+    p->allocs++;
+    *out = addr;
+    pthread_mutex_unlock(&p->lock);
+    return POOL_OK;
+}
+
+int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out)
+{
+    if (!p)
+        return POOL_ENOTOWNED;
+    /* gran_dir and ngran never change after pool_create, and a leaf once made stays until
+     * pool_destroy: start the granule entry's load while the lock is being taken. */
+    size_t g = (addr - p->ubase) >> PL_PAGE_SHIFT;
+    if (g < p->ngran) {
+        const pgran_t *leaf = __atomic_load_n(&p->gran_dir[g >> PL_GRAN_LEAF_SHIFT], __ATOMIC_RELAXED);
+        if (leaf)
+            __builtin_prefetch(&leaf[g & (PL_GRAN_LEAF - 1)]);
+    }
+    pthread_mutex_lock(&p->lock);
+    int rc = POOL_OK;
+    ppage_t *pg;
+    uint64_t v;
+    if (!in_range(p, addr)) {
+        rc = POOL_ENOTOWNED;
+    } else if ((pg = pl_page_of(p, addr)) != NULL) {
+        long idx = pl_slot_live(pg, addr);
+        if (idx < 0) {
+            rc = POOL_ENOTLIVE;
+        } else {
+            pslot_t s = pl_slots(pg)[idx];
+            size_t g = pl_slot_granted(s), r = g - (s >> PL_SLOT_GBITS);
+            if ((s >> PL_SLOT_GBITS) == PL_REQ_ESCAPE) {
+                uint64_t v = 0;
+                addrmap_del(&p->req_map, addr, &v);
+                r = (size_t)v;
+            }
+            if (granted_out)
+                *granted_out = g;
+            if (requested_out)
+                *requested_out = r;
+            count_live(p, g, r, -1);
+            pl_slot_give(p, pg, (uint32_t)idx);
+        }
+    } else if (!addrmap_del(&p->live, addr, &v)) {
+        rc = POOL_ENOTLIVE;
+    } else {
+        pblock_t *b = (pblock_t *)(uintptr_t)v;
+        if (granted_out)
+            *granted_out = b->granted;
+        if (requested_out)
+            *requested_out = b->requested;
+        count_live(p, b->granted, b->requested, -1);
+        pheap_insert(&p->large, pheap_coalesce(&p->large, &p->desc, b));
+        if (p->live_blocks == 0)
+            pl_release_cached(p);
+    }
+    if (rc == POOL_OK)
+        p->frees++;
+    else
+        p->invalid_frees++;
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}
+
+int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requested)
+{
+    if (!pool_contains(p, addr))
+        return POOL_ENOTOWNED;
+    pthread_mutex_lock(&p->lock);
+    int rc = POOL_ENOTLIVE;
+    ppage_t *pg = pl_page_of(p, addr);
+    uint64_t v;
+    if (pg) {
+        long idx = pl_slot_live(pg, addr);
+        if (idx >= 0) {
+            pslot_t s = pl_slots(pg)[idx];
+            if (granted)
+                *granted = pl_slot_granted(s);
+            if (requested)
+                *requested = pl_slot_requested(p, s, addr);
+            rc = POOL_OK;
+        }
+    } else if (addrmap_get(&p->live, addr, &v)) {
+        const pblock_t *b = (const pblock_t *)(uintptr_t)v;
+        if (granted)
+            *granted = b->granted;
+        if (requested)
+            *requested = b->requested;
+        rc = POOL_OK;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return rc;
+}

@@ -1,0 +1,547 @@
+/* pool/pool_check.c — pool_check(): the executable statement of every pool invariant.
+ *
+ * Walks, under pool->lock, in O(blocks + pages + slots + classes + map slots):
+ *   1. the large heap in address order: blocks tile [ubase, uend) exactly (no gap, no
+ *      overlap), phys links are mutual, sizes/addresses are 64-aligned and non-zero, no FREE
+ *      block has a FREE neighbour, every LIVE block has size == ALIGN_UP(granted, 64),
+ *      requested <= granted, and is in the address map pointing at itself; every PAGE block
+ *      names a page that names it back with the same address and span;
+ *   2. every page: its id maps to it, it was reached by the tiling walk, geometry fits its
+ *      class (slot, reciprocal, min_slots <= nslots <= max_slots, span >= one granule), bits past nslots are clear, summary bit w <=> bits[w] != 0, free bits ==
+ *      nslots - live, every live slot has granted <= slot and requested <= granted (an
+ *      escaped record has its req_map entry, and only then), the
+ *      granule table names it for each granule it spans (cover or start entry) and the lookup
+ *      finds it from its first and last byte; a clean run
+ *      summary equals a fresh one;
+ *   3. every class: its partial list holds exactly its pages with 0 < live < nslots, its
+ *      cached list exactly its pages with no live slot, at most PL_CACHE_PAGES (mutual links,
+ *      no cycle, no page on two lists), its page and live-slot counts; the cached-page count; the id tables
+ *      (used + released ids == handed out, released ids unused); the number of non-zero
+ *      granule fields equals what the pages need, so no entry is stray (with the per-page
+ *      check this pins the whole table down);
+ *   4. every class list of the large heap: bitmap bits <=> non-empty lists, mutual list links,
+ *      each member FREE and in the class its size maps to, and reached by the walk; every FREE
+ *      block of the walk is listed exactly once;
+ *   5. counters: heap free bytes/blocks/buckets equal the list sums; slab free bytes equal the
+ *      free slots; live count, allocated and requested bytes and buckets equal the walk's sums
+ *      over live blocks and slots; the map holds exactly the LIVE large blocks and req_map
+ *      exactly the escaped slots (addrmap_check of both); descriptors in use + free == total; nothing cached and no page while nothing is
+ *      live;
+ *   6. the free-space summary (what pool_get_stats reports: free blocks, largest, buckets)
+ *      equals what pool_walk reports, and pool_walk's free runs are in address order, never
+ *      adjacent to each other, and sum to the free bytes;
+ *   7. conservation: allocated + free + overhead == reserved, overhead = sum over live blocks
+ *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail.
+ * Returns the number of violations; the first one's text goes to `why`.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "slab.h"
+#include "tlsf.h"
+
+typedef struct sums {
+    uint64_t live_blocks;                       /* live blocks and slots seen */
+    uint64_t large_live;                        /* of them, LIVE large blocks */
+    size_t granted;                             /* their granted bytes */
+    size_t requested;                           /* their requested bytes */
+    size_t slack;                               /* block or slot size - granted */
+    uint64_t bucket_live_blocks[POOL_NBUCKETS]; /* per bucket of granted */
+    uint64_t bucket_live_bytes[POOL_NBUCKETS];  /* granted bytes per bucket */
+    uint64_t free_blocks;                       /* FREE large blocks seen */
+    size_t free_bytes;                          /* their bytes */
+    size_t slab_free_bytes;                     /* free slot bytes */
+    uint64_t pages;                             /* PAGE blocks seen */
+    uint64_t descriptors;                       /* descriptors reached by the walk */
+    uint64_t gran_refs;                         /* granule fields the pages need */
+    uint64_t escaped;                           /* live slots whose requested is in req_map */
+} sums_t;
+
+typedef struct chk {
+    pool_t *p;           /* pool under check */
+    int bad;             /* violations so far */
+    char *why;           /* first violation's text, or NULL */
+    size_t why_len;      /* bytes at why */
+    uint32_t seen;       /* mark of a block/page reached by the walk */
+    uint32_t listed;     /* mark of a block/page also found in a list */
+    uint64_t limit;      /* more blocks than this in any chain means a cycle */
+    sums_t s;            /* sums from the walk */
+} chk_t;
+
+__attribute__((format(printf, 2, 3))) static void viol(chk_t *c, const char *fmt, ...)
+{
+    if (c->bad == 0 && c->why && c->why_len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->why, c->why_len, fmt, ap);
+        va_end(ap);
+    }
+    c->bad++;
+}
+
+static void count_live(chk_t *c, size_t granted, size_t requested, size_t size)
+{
+    int k = pl_bucket_of(granted);
+    c->s.live_blocks++;
+    c->s.granted += granted;
+    c->s.requested += requested;
+    c->s.slack += size - granted;
+    c->s.bucket_live_blocks[k]++;
+    c->s.bucket_live_bytes[k] += granted;
+}
+
+static void check_live(chk_t *c, const pblock_t *b)
+{
+    if (b->granted == 0 || b->requested > b->granted || b->size != pl_align_up(b->granted))
+        viol(c, "live block %#lx: size %zu granted %zu requested %zu", (unsigned long)b->addr,
+             b->size, b->granted, b->requested);
+    uint64_t v;
+    if (!addrmap_get(&c->p->live, b->addr, &v) || (const pblock_t *)(uintptr_t)v != b)
+        viol(c, "live block %#lx missing from the address map", (unsigned long)b->addr);
+    c->s.large_live++;
+    count_live(c, b->granted, b->requested, b->size);
+}
+
+/* The granule entries of one page, and its share of gran_refs. */
+static void check_gran(chk_t *c, const ppage_t *pg)
+{
+    pool_t *p = c->p;
+    size_t off = pg->addr - p->ubase;
+    size_t g0 = off >> PL_PAGE_SHIFT, g1 = (off + pg->span - 1) >> PL_PAGE_SHIFT;
+    if (!p->gran_dir || g1 >= p->ngran) {
+        viol(c, "page %#lx lies outside the granule table", (unsigned long)pg->addr);
+        return;
+    }
+    for (size_t g = g0; g <= g1; g++)
+        if (!p->gran_dir[g >> PL_GRAN_LEAF_SHIFT]) {
+            viol(c, "page %#lx: no granule leaf for granule %zu", (unsigned long)pg->addr, g);
+            return;
+        }
+#define GRAN(g) (p->gran_dir[(g) >> PL_GRAN_LEAF_SHIFT][(g) & (PL_GRAN_LEAF - 1)])
+    size_t in = off & (PL_PAGE_MIN - 1);
+    int ok = in == 0 ? GRAN(g0).cover == pg
+                     : GRAN(g0).start == ((uint64_t)(uintptr_t)pg |
+                                          (uint64_t)(in >> PL_GRAN_SHIFT) << PL_START_PTR_BITS);
+    for (size_t g = g0 + 1; g <= g1; g++)
+        ok &= GRAN(g).cover == pg;
+#undef GRAN
+    c->s.gran_refs += g1 - g0 + 1;
+    if (!ok) {
+        viol(c, "page %#lx: granule table entries do not name it", (unsigned long)pg->addr);
+        return;
+    }
+    /* The entries are right (and gran_refs shows there are no others): the lookup finds the
+     * page from its first and last byte. */
+    if (pl_page_of(p, pg->addr) != pg || pl_page_of(p, pg->addr + pg->span - 1) != pg)
+        viol(c, "page %#lx: address lookup does not find it", (unsigned long)pg->addr);
+}
+
+static void check_page(chk_t *c, const pblock_t *b)
+{
+    ppage_t *pg = b->page;
+    pool_t *p = c->p;
+    c->s.pages++;
+    if (!pg || pg->blk != b || pg->addr != b->addr || pg->span != b->size) {
+        viol(c, "page block %#lx and its page disagree", (unsigned long)b->addr);
+        return;
+    }
+    if (pg->id == 0 || pg->id >= p->id_top || p->page_by_id[pg->id] != pg)
+        viol(c, "page %#lx: id %u does not map to it", (unsigned long)pg->addr, pg->id);
+    pg->mark = c->seen;
+    if (pg->cls >= PL_NCLASSES) {
+        viol(c, "page %#lx: class %u", (unsigned long)pg->addr, pg->cls);
+        return;
+    }
+    const pclass_geom_t *g = &pl_class_geom[pg->cls];
+    if (pg->slot != g->slot || pg->nslots < g->min_slots || pg->nslots > g->max_slots ||
+        pg->inv != g->inv || pg->nwords != (pg->nslots + 63) / 64 ||
+        pg->span != (size_t)g->slot * pg->nslots || pg->span < PL_PAGE_MIN) {
+        viol(c, "page %#lx: geometry differs from class %u", (unsigned long)pg->addr, pg->cls);
+        return;
+    }
+    uint32_t free_bits = 0;
+    for (uint32_t w = 0; w < pg->nwords; w++) {
+        uint64_t word = pg->bits[w];
+        uint32_t left = pg->nslots - w * 64;
+        if (left < 64 && word >> left)
+            viol(c, "page %#lx: free bits past the last slot", (unsigned long)pg->addr);
+        if (((pg->summary >> w) & 1) != (word != 0))
+            viol(c, "page %#lx: summary bit %u disagrees with its word", (unsigned long)pg->addr,
+                 w);
+        free_bits += (uint32_t)__builtin_popcountll(word);
+        uint64_t live = ~word & (left >= 64 ? ~0ull : (1ull << left) - 1);
+        for (; live; live &= live - 1) {
+            uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(live);
+            pslot_t s = pl_slots(pg)[i];
+            uintptr_t a = pg->addr + (uintptr_t)i * pg->slot;
+            size_t g = pl_slot_granted(s), r = g - (s >> PL_SLOT_GBITS);
+            if ((s >> PL_SLOT_GBITS) == PL_REQ_ESCAPE) {
+                uint64_t v;
+                c->s.escaped++;
+                if (!addrmap_get(&p->req_map, a, &v)) {
+                    viol(c, "slot %#lx: escaped record without a req_map entry",
+                         (unsigned long)a);
+                    v = 0;
+                } else if (!pl_slot_escapes(g, (size_t)v)) {
+                    viol(c, "slot %#lx: req_map entry for a record that fits",
+                         (unsigned long)a);
+                }
+                r = (size_t)v;
+            }
+            if (g > pg->slot || r > g)
+                viol(c, "slot %#lx: granted %zu requested %zu slot %u", (unsigned long)a, g, r,
+                     pg->slot);
+            count_live(c, g, r, pg->slot);
+        }
+    }
+    if (pg->nwords < 64 && pg->summary >> pg->nwords)
+        viol(c, "page %#lx: summary bits past the last word", (unsigned long)pg->addr);
+    if (free_bits + pg->live != pg->nslots)
+        viol(c, "page %#lx: %u free bits + %u live != %u slots", (unsigned long)pg->addr,
+             free_bits, pg->live, pg->nslots);
+    c->s.slab_free_bytes += (size_t)free_bits * pg->slot;
+    if (!pg->dirty) {
+        pruns_t fresh;
+        pl_page_runs(pg, &fresh);
+        if (memcmp(&fresh, &pg->runs, sizeof fresh) != 0)
+            viol(c, "page %#lx: stale run summary", (unsigned long)pg->addr);
+    }
+    check_gran(c, pg);
+}
+
+static void walk_tiling(chk_t *c)
+{
+    pool_t *p = c->p;
+    uintptr_t expect = p->ubase;
+    const pblock_t *prev = NULL;
+    uint64_t n = 0;
+    for (pblock_t *b = p->large_first; b; prev = b, b = b->phys_next) {
+        if (++n > c->limit) {
+            viol(c, "cycle in the large heap's block chain");
+            return;
+        }
+        if (b->addr != expect)
+            viol(c, "block %#lx where %#lx was expected (gap or overlap)", (unsigned long)b->addr,
+                 (unsigned long)expect);
+        if (b->phys_prev != prev)
+            viol(c, "block %#lx: phys_prev does not point at the block below",
+                 (unsigned long)b->addr);
+        if (b->size == 0 || b->size % POOL_ALIGN || b->addr % POOL_ALIGN)
+            viol(c, "block %#lx: size %zu or address not 64-aligned", (unsigned long)b->addr,
+                 b->size);
+        if (b->state != PB_PAGE && b->page)
+            viol(c, "block %#lx points at a page", (unsigned long)b->addr);
+        c->s.descriptors++;
+        switch (b->state) {
+        case PB_FREE:
+            if (prev && prev->state == PB_FREE)
+                viol(c, "free blocks %#lx and %#lx are neighbours", (unsigned long)prev->addr,
+                     (unsigned long)b->addr);
+            c->s.free_blocks++;
+            c->s.free_bytes += b->size;
+            break;
+        case PB_LIVE:
+            check_live(c, b);
+            break;
+        case PB_PAGE:
+            check_page(c, b);
+            break;
+        default:
+            viol(c, "block %#lx: bad state %u", (unsigned long)b->addr, b->state);
+        }
+        b->mark = c->seen;
+        expect = b->addr + b->size;
+    }
+    if (!p->large_first || expect != p->uend)
+        viol(c, "blocks end at %#lx, usable range at %#lx", (unsigned long)expect,
+             (unsigned long)p->uend);
+}
+
+static void check_classes(chk_t *c)
+{
+    pool_t *p = c->p;
+    uint64_t pages = 0, cached = 0, used_ids = 0;
+    for (unsigned k = 0; k < PL_NCLASSES; k++) {
+        const pclass_t *cl = &p->cls[k];
+        for (int list = 0; list < 2; list++) { /* 0: partial, 1: cached */
+            uint64_t n = 0;
+            const ppage_t *prev = NULL;
+            const char *name = list ? "cached" : "partial";
+            for (ppage_t *pg = list ? cl->cached : cl->partial; pg; prev = pg, pg = pg->next) {
+                if (++n > p->pages + 1) {
+                    viol(c, "class %u: cycle in the %s list", k, name);
+                    break;
+                }
+                if (pg->prev != prev)
+                    viol(c, "class %u: broken back link at page %#lx", k,
+                         (unsigned long)pg->addr);
+                if (pg->cls != k || (list ? pg->live != 0 : pg->live == 0 || pg->live >= pg->nslots))
+                    viol(c, "class %u: page %#lx (class %u, %u/%u live) on the %s list", k,
+                         (unsigned long)pg->addr, pg->cls, pg->live, pg->nslots, name);
+                if (pg->mark == c->listed)
+                    viol(c, "class %u: page %#lx listed twice", k, (unsigned long)pg->addr);
+                else if (pg->mark != c->seen)
+                    viol(c, "class %u: listed page %#lx is not in the tiling", k,
+                         (unsigned long)pg->addr);
+                pg->mark = c->listed;
+            }
+            if (list) {
+                cached += n;
+                if (n != cl->ncached || n > PL_CACHE_PAGES)
+                    viol(c, "class %u: %llu cached pages, counter %u (limit %u)", k,
+                         (unsigned long long)n, cl->ncached, PL_CACHE_PAGES);
+            }
+        }
+    }
+    uint64_t cls_pages[PL_NCLASSES] = {0}, cls_live[PL_NCLASSES] = {0};
+    for (uint32_t id = 1; id < p->id_top; id++) {
+        ppage_t *pg = p->page_by_id[id];
+        if (!pg)
+            continue;
+        used_ids++;
+        pages++;
+        if (pg->id != id || pg->mark == 0 || (pg->mark != c->seen && pg->mark != c->listed)) {
+            viol(c, "page id %u names a page that is not in the tiling", id);
+            continue;
+        }
+        cls_pages[pg->cls]++;
+        cls_live[pg->cls] += pg->live;
+        if (pg->live < pg->nslots && pg->mark != c->listed)
+            viol(c, "page %#lx (%u/%u live) is on no list of its class", (unsigned long)pg->addr,
+                 pg->live, pg->nslots);
+        pg->mark = 0;
+    }
+    for (unsigned k = 0; k < PL_NCLASSES; k++)
+        if (cls_pages[k] != p->cls[k].pages || cls_live[k] != p->cls[k].live)
+            viol(c, "class %u: %llu pages / %llu live slots, counters say %llu / %llu", k,
+                 (unsigned long long)cls_pages[k], (unsigned long long)cls_live[k],
+                 (unsigned long long)p->cls[k].pages, (unsigned long long)p->cls[k].live);
+    if (pages != p->pages || pages != c->s.pages)
+        viol(c, "pages: %llu by id, %llu in the tiling, counter %llu", (unsigned long long)pages,
+             (unsigned long long)c->s.pages, (unsigned long long)p->pages);
+    if (cached != p->cached_pages)
+        viol(c, "cached pages: %llu, counter %llu", (unsigned long long)cached,
+             (unsigned long long)p->cached_pages);
+    if (p->id_top && used_ids + p->nfree_ids != p->id_top - 1)
+        viol(c, "page ids: %llu used + %u released != %u handed out",
+             (unsigned long long)used_ids, p->nfree_ids, p->id_top - 1);
+    for (uint32_t i = 0; i < p->nfree_ids; i++) {
+        uint32_t id = p->free_ids[i];
+        if (id == 0 || id >= p->id_top || p->page_by_id[id]) {
+            viol(c, "released page id %u is in use or out of range", id);
+            continue;
+        }
+    }
+    if (c->s.gran_refs != p->gran_refs)
+        viol(c, "granule table: %llu fields set, the pages need %llu",
+             (unsigned long long)p->gran_refs, (unsigned long long)c->s.gran_refs);
+    if (p->live_blocks == 0 && (p->pages || p->cached_pages))
+        viol(c, "%llu pages (%llu cached) kept while nothing is live",
+             (unsigned long long)p->pages, (unsigned long long)p->cached_pages);
+}
+
+static void check_lists(chk_t *c, pheap_t *h)
+{
+    uint64_t blocks = 0, bb[POOL_NBUCKETS] = {0}, bbytes[POOL_NBUCKETS] = {0};
+    size_t bytes = 0;
+    for (unsigned fl = PH_FL_COUNT; fl < 64; fl++)
+        if (h->fl_bitmap >> fl & 1)
+            viol(c, "fl bit %u beyond the class table", fl);
+    for (unsigned fl = 0; fl < PH_FL_COUNT; fl++) {
+        if (((h->fl_bitmap >> fl) & 1) != (h->sl_bitmap[fl] != 0))
+            viol(c, "fl bit %u disagrees with its sl bitmap", fl);
+        for (unsigned sl = 0; sl < PH_SL_COUNT; sl++) {
+            pblock_t *head = h->head[fl][sl];
+            if (((h->sl_bitmap[fl] >> sl) & 1) != (head != NULL))
+                viol(c, "sl bit %u/%u disagrees with its list", fl, sl);
+            const pblock_t *prev = NULL;
+            uint64_t n = 0;
+            for (pblock_t *b = head; b; prev = b, b = b->free_next) {
+                if (++n > c->limit) {
+                    viol(c, "cycle in list %u/%u", fl, sl);
+                    break;
+                }
+                unsigned f, s;
+                pheap_mapping(b->size, &f, &s);
+                if (b->free_prev != prev)
+                    viol(c, "broken back link at %#lx", (unsigned long)b->addr);
+                if (b->state != PB_FREE)
+                    viol(c, "listed block %#lx is not free", (unsigned long)b->addr);
+                if (f != fl || s != sl)
+                    viol(c, "block %#lx of %zu bytes in class %u/%u, not %u/%u",
+                         (unsigned long)b->addr, b->size, fl, sl, f, s);
+                if (b->mark == c->listed)
+                    viol(c, "block %#lx listed twice", (unsigned long)b->addr);
+                else if (b->mark != c->seen)
+                    viol(c, "listed block %#lx is not in the tiling", (unsigned long)b->addr);
+                b->mark = c->listed;
+                blocks++;
+                bytes += b->size;
+                int k = pl_bucket_of(b->size);
+                bb[k]++;
+                bbytes[k] += b->size;
+            }
+        }
+    }
+    if (blocks != h->free_blocks || bytes != h->free_bytes)
+        viol(c, "lists hold %llu blocks/%zu bytes, counters say %llu/%zu",
+             (unsigned long long)blocks, bytes, (unsigned long long)h->free_blocks, h->free_bytes);
+    if (blocks != c->s.free_blocks || bytes != c->s.free_bytes)
+        viol(c, "lists hold %llu blocks, the walk found %llu free", (unsigned long long)blocks,
+             (unsigned long long)c->s.free_blocks);
+    for (int k = 0; k < POOL_NBUCKETS; k++)
+        if (bb[k] != h->bucket_free_blocks[k] || bbytes[k] != h->bucket_free_bytes[k])
+            viol(c, "bucket %d free counters wrong", k);
+    uint64_t n = 0;
+    for (const pblock_t *b = c->p->large_first; b && n <= c->limit; b = b->phys_next, n++)
+        if (b->state == PB_FREE && b->mark != c->listed)
+            viol(c, "free block %#lx is in no class list", (unsigned long)b->addr);
+}
+
+/* ---- what pool_walk reports vs the summary pool_get_stats uses --------------------------- */
+typedef struct wsum {
+    pl_freesum_t fs;     /* free runs as the walk reports them */
+    uintptr_t end;       /* end of the previous entry */
+    int prev_free;       /* the previous entry was a free run */
+    int order_bad;       /* entries out of order or overlapping */
+    int adjacent_free;   /* two free runs side by side */
+    uint64_t live;       /* live entries */
+} wsum_t;
+
+static int wsum_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+{
+    wsum_t *w = ctx;
+    if (addr < w->end)
+        w->order_bad = 1;
+    if (is_free) {
+        if (w->prev_free && addr == w->end)
+            w->adjacent_free = 1;
+        int k = pl_bucket_of(size);
+        w->fs.free_bytes += size;
+        w->fs.free_blocks++;
+        w->fs.bucket_blocks[k]++;
+        w->fs.bucket_bytes[k] += size;
+        if (size > w->fs.largest)
+            w->fs.largest = size;
+    } else {
+        w->live++;
+    }
+    w->prev_free = is_free;
+    w->end = addr + size;
+    return 0;
+}
+
+static void check_summary(chk_t *c)
+{
+    pool_t *p = c->p;
+    wsum_t w = {0};
+    pl_walk_locked(p, wsum_cb, &w, c->limit);
+    pl_freesum_t fs;
+    pl_free_summary(p, &fs);
+    if (w.order_bad)
+        viol(c, "pool_walk: entries out of address order");
+    if (w.adjacent_free)
+        viol(c, "pool_walk: two free blocks side by side");
+    if (w.live != p->live_blocks)
+        viol(c, "pool_walk: %llu live entries, %llu live", (unsigned long long)w.live,
+             (unsigned long long)p->live_blocks);
+    if (w.fs.free_bytes != fs.free_bytes || w.fs.free_blocks != fs.free_blocks ||
+        w.fs.largest != fs.largest)
+        viol(c, "free summary: walk %llu blocks/%zu bytes/largest %zu, stats %llu/%zu/%zu",
+             (unsigned long long)w.fs.free_blocks, w.fs.free_bytes, w.fs.largest,
+             (unsigned long long)fs.free_blocks, fs.free_bytes, fs.largest);
+    for (int k = 0; k < POOL_NBUCKETS; k++)
+        if (w.fs.bucket_blocks[k] != fs.bucket_blocks[k] ||
+            w.fs.bucket_bytes[k] != fs.bucket_bytes[k])
+            viol(c, "free summary: bucket %d differs from the walk", k);
+    /* pl_free_summary refreshed every page: the clean summaries must equal fresh ones, and
+     * the pool's inner-run sums their sums. */
+    uint64_t runs = 0, blocks[POOL_NBUCKETS] = {0}, bytes[POOL_NBUCKETS] = {0};
+    for (uint32_t id = 1; id < p->id_top; id++) {
+        const ppage_t *pg = p->page_by_id[id];
+        pruns_t fresh;
+        if (!pg)
+            continue;
+        pl_page_runs(pg, &fresh);
+        if (pg->dirty || memcmp(&fresh, &pg->runs, sizeof fresh) != 0)
+            viol(c, "page %#lx: run summary not refreshed", (unsigned long)pg->addr);
+        runs += fresh.inner;
+        for (int k = 0; k < POOL_NBUCKETS; k++) {
+            blocks[k] += fresh.inner_blocks[k];
+            bytes[k] += fresh.inner_bytes[k];
+        }
+    }
+    if (runs != p->inner_runs || memcmp(blocks, p->inner_blocks, sizeof blocks) ||
+        memcmp(bytes, p->inner_bytes, sizeof bytes))
+        viol(c, "inner-run sums: pages %llu, pool %llu", (unsigned long long)runs,
+             (unsigned long long)p->inner_runs);
+}
+
+static void check_counters(chk_t *c)
+{
+    pool_t *p = c->p;
+    const sums_t *s = &c->s;
+    if (s->live_blocks != p->live_blocks || s->granted != p->allocated_bytes ||
+        s->requested != p->requested_bytes)
+        viol(c, "live counters: walk %llu blocks/%zu granted/%zu requested, pool %llu/%zu/%zu",
+             (unsigned long long)s->live_blocks, s->granted, s->requested,
+             (unsigned long long)p->live_blocks, p->allocated_bytes, p->requested_bytes);
+    for (int k = 0; k < POOL_NBUCKETS; k++)
+        if (s->bucket_live_blocks[k] != p->bucket_live_blocks[k] ||
+            s->bucket_live_bytes[k] != p->bucket_live_bytes[k])
+            viol(c, "bucket %d live counters wrong", k);
+    if (p->peak_allocated_bytes < p->allocated_bytes)
+        viol(c, "peak %zu below allocated %zu", p->peak_allocated_bytes, p->allocated_bytes);
+    if (addrmap_count(&p->live) != s->large_live)
+        viol(c, "address map holds %zu entries, %llu large blocks live", addrmap_count(&p->live),
+             (unsigned long long)s->large_live);
+    int mb = addrmap_check(&p->live);
+    if (mb)
+        viol(c, "address map: %d internal violations", mb);
+    if (addrmap_count(&p->req_map) != s->escaped)
+        viol(c, "req_map holds %zu entries, %llu slot records escape",
+             addrmap_count(&p->req_map), (unsigned long long)s->escaped);
+    mb = addrmap_check(&p->req_map);
+    if (mb)
+        viol(c, "req_map: %d internal violations", mb);
+    if (s->slab_free_bytes != p->slab_free_bytes)
+        viol(c, "slab free bytes %zu, the pages hold %zu", p->slab_free_bytes,
+             s->slab_free_bytes);
+    if (s->descriptors + p->desc.free_count != p->desc.total)
+        viol(c, "descriptors: %llu in use + %zu free != %zu", (unsigned long long)s->descriptors,
+             p->desc.free_count, p->desc.total);
+    size_t head = p->ubase - p->base, tail = p->base + p->size - p->uend;
+    size_t free_bytes = p->large.free_bytes + p->slab_free_bytes;
+    size_t overhead = s->slack + head + tail;
+    if (p->allocated_bytes + free_bytes + overhead != p->size)
+        viol(c, "conservation: allocated %zu + free %zu + overhead %zu != reserved %zu",
+             p->allocated_bytes, free_bytes, overhead, p->size);
+}
+
+int pool_check(pool_t *p, char *why, size_t why_len)
+{
+    if (why && why_len)
+        why[0] = '\0';
+    if (!p) {
+        if (why && why_len)
+            snprintf(why, why_len, "NULL pool");
+        return 1;
+    }
+    pthread_mutex_lock(&p->lock);
+    chk_t c = {.p = p, .why = why, .why_len = why_len};
+    p->check_epoch++;
+    if (p->check_epoch == 0 || p->check_epoch > UINT32_MAX / 2 - 1)
+        p->check_epoch = 1;
+    c.seen = 2 * p->check_epoch;
+    c.listed = c.seen + 1;
+    c.limit = p->desc.total + 1;
+    walk_tiling(&c);
+    check_classes(&c);
+    check_lists(&c, &p->large);
+    check_counters(&c);
+    if (c.bad == 0) /* the summary follows links the checks above vouch for */
+        check_summary(&c);
+    pthread_mutex_unlock(&p->lock);
+    return c.bad;
+}
