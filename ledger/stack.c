@@ -432,6 +432,11 @@ LEDGER_HIDDEN void ledger_stack_atfork_parent(void)
 }
 LEDGER_HIDDEN void ledger_stack_atfork_child(void)
 {
+    /* No stack capture in a fork child: unwinding walks the loaded objects with dl_iterate_phdr,
+     * and a parent thread that held the loader's lock at fork() (a sanitizer runtime, a thread
+     * starting up) leaves it locked forever in the child.  Allocations are still recorded, with
+     * stack id 0; the child's reports show backtrace depth 0. */
+    atomic_store(&g_depth, 0);
     pthread_mutex_init(&st.lock, NULL);
     for (int i = 0; i < GATE_STRIPES; i++) atomic_store(&in_flight[i].n, 0); /* other threads are gone */
     t_stripe = -1;

@@ -35,8 +35,8 @@
 /* ---- tunables --------------------------------------------------------------------------- */
 #define PL_GRAN_SHIFT 6u                         /* block granularity: 64 bytes = POOL_ALIGN */
 #define PL_PROBE 8u                              /* exact-class list entries probed on a miss */
-#define PL_DESC_BLOCKS 1024u                     /* descriptors per descriptor page */
-#define PL_MAP_INITIAL 1024u                     /* live entries the map holds before growing */
+#define PL_DESC_BLOCKS 256u                      /* descriptors per descriptor page (16 KiB) */
+#define PL_MAP_INITIAL 64u                       /* large live blocks the map holds before growing */
 
 /* Size-class slabs (slab.h).  Every granted size up to PL_SLAB_MAX is served from a slot of
  * its class: 64-byte steps up to 1 KiB (16 classes), then 8 classes per power of two

@@ -362,7 +362,7 @@ static void coalesce_in_order(int order, uint64_t seed)
     uintptr_t live[400];
     size_t n = 0;
     while (n < 400) {
-        /* Mixed: mostly small (chunked), some large. */
+        /* Mixed: mostly small (slab pages), some large. */
         size_t g = rng_next(&seed) % 4 == 0 ? rng_range(&seed, MiB + 1, 3 * MiB)
                                             : rng_range(&seed, 1, 200 * KiB);
         uintptr_t a;
