@@ -101,6 +101,22 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
     return ACL_SUCCESS;
 }
 
+/* Remove the record `key` from `t` when nothing is mapped through it.  pre: fa_lock held.
+ * NULL with *rc = 207002 (unknown) or 107000 (still mapped) otherwise; nothing changes then. */
+static struct fa_rec *take_unmapped_locked(struct fa_table *t, uintptr_t key, aclError *rc)
+{
+    struct fa_rec *r = fa_table_find(t, key);
+    if (r == NULL) {
+        *rc = ACL_ERROR_RT_MEMORY_FREE;
+        return NULL;
+    }
+    if (r->nmaps != 0) {
+        *rc = ACL_ERROR_RT_PARAM_INVALID;
+        return NULL;
+    }
+    return fa_table_remove(t, key);
+}
+
 aclError aclrtReleaseMemAddress(void *virPtr)
 {
     fa_init();
@@ -108,16 +124,12 @@ aclError aclrtReleaseMemAddress(void *virPtr)
     if (virPtr == NULL)
         return ACL_ERROR_INVALID_PARAM;
     fa_lock();
-    struct fa_rec *r = fa_table_find(&fa_g.resvs, (uintptr_t)virPtr);
+    aclError rc = ACL_ERROR_RT_MEMORY_FREE;
+    struct fa_rec *r = take_unmapped_locked(&fa_g.resvs, (uintptr_t)virPtr, &rc);
     if (r == NULL) {
         fa_unlock();
-        return ACL_ERROR_RT_MEMORY_FREE;
+        return rc;
     }
-    if (r->nmaps != 0) {
-        fa_unlock();
-        return ACL_ERROR_RT_PARAM_INVALID;
-    }
-    fa_table_remove(&fa_g.resvs, r->key);
     if (munmap((void *)r->key, r->maplen) != 0)
         fa_err("munmap(%p, %zu) of a reservation failed", (void *)r->key, r->maplen);
     fa_unlock();
@@ -193,16 +205,12 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     if (handle == NULL)
         return ACL_ERROR_INVALID_PARAM;
     fa_lock();
-    struct fa_rec *r = fa_table_find(&fa_g.physs, (uintptr_t)handle);
+    aclError rc = ACL_ERROR_RT_MEMORY_FREE;
+    struct fa_rec *r = take_unmapped_locked(&fa_g.physs, (uintptr_t)handle, &rc);
     if (r == NULL) {
         fa_unlock();
-        return ACL_ERROR_RT_MEMORY_FREE;
+        return rc;
     }
-    if (r->nmaps != 0) {
-        fa_unlock();
-        return ACL_ERROR_RT_PARAM_INVALID;
-    }
-    fa_table_remove(&fa_g.physs, r->key);
     close(r->fd);
     fa_uncharge_locked(r->dev, r->charged);
     fa_unlock();
