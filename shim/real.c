@@ -22,17 +22,14 @@ static void *const hook_addresses[REAL_HOOK_COUNT] = {
 
 static void *real_cache[REAL_COUNT]; /* resolved addresses, atomically published */
 
-const char *real_name(enum real_id id) { return real_names[id]; }
-void *real_hook_address(enum real_id id) { return hook_addresses[id]; }
 
-dlsym_fn real_dlsym(void)
+elf_dlsym_fn real_dlsym(void)
 {
-    dlsym_fn f = elf_glibc_dlsym();
+    elf_dlsym_fn f = elf_glibc_dlsym();
     if (!f) log_error("cannot find glibc's dlsym; npupool cannot reach the runtime");
     return f;
 }
 
-dlvsym_fn real_dlvsym(void) { return elf_glibc_dlvsym(); }
 
 /* 1 when p lies in libnpupool.so itself: such an address must never be taken for the runtime's. */
 static int is_own_code(const void *p)
@@ -45,7 +42,7 @@ static int is_own_code(const void *p)
 
 static void *resolve(enum real_id id)
 {
-    dlsym_fn dls = real_dlsym();
+    elf_dlsym_fn dls = real_dlsym();
     if (!dls) return NULL;
     /* glibc's dlsym sees this file as its caller, so RTLD_NEXT means "after libnpupool.so". */
     void *p = dls(RTLD_NEXT, real_names[id]);

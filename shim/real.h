@@ -13,6 +13,7 @@
 #include <stddef.h>
 
 #include "acl/acl.h"
+#include "elf_lookup.h"
 
 /* X(name): entry points the shim defines. */
 #define SHIM_HOOKS(X)                                                                      \
@@ -40,21 +41,16 @@ void *real_get(enum real_id id);
  * thread inside dlopen() (a library constructor allocating) may hold while it waits for us. */
 void real_resolve_all(void);
 
-const char *real_name(enum real_id id);
 /* Hidden aliases of the shim's hook definitions (defined in entry.c): their addresses are the
  * shim's own code even when a program's canonical PLT address stands for the exported name. */
 #define REAL_DECLARE_ALIAS(name) extern __typeof__(name) shim_##name __attribute__((visibility("hidden")));
 SHIM_HOOKS(REAL_DECLARE_ALIAS)
 #undef REAL_DECLARE_ALIAS
 
-/* The shim's own definition of hook `id`. */
-void *real_hook_address(enum real_id id);
 
-/* glibc's dlsym / dlvsym (elf_glibc_dlsym/dlvsym), with one error line when missing. */
-typedef void *(*dlsym_fn)(void *, const char *);
-typedef void *(*dlvsym_fn)(void *, const char *, const char *);
-dlsym_fn real_dlsym(void);
-dlvsym_fn real_dlvsym(void);
+/* glibc's dlsym (elf_glibc_dlsym), with one error line when it cannot be found. */
+
+elf_dlsym_fn real_dlsym(void);
 
 /* dlsym answer filter: when `sym` is the runtime's definition of a hooked name, return the hook
  * instead (and remember `sym` as the real function if none was known yet). */
