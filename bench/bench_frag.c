@@ -41,11 +41,11 @@ typedef struct event {
 } event_t;
 
 typedef struct trace {
-    size_t n;        /* tensors */
-    size_t *bytes;   /* [n] ACL size of each tensor */
-    event_t *ev;     /* events in order */
-    size_t nev;      /* number of events */
-    size_t peak;     /* peak of live bytes over the trace */
+    size_t n;      /* tensors */
+    size_t *bytes; /* [n] ACL size of each tensor */
+    event_t *ev;   /* events in order */
+    size_t nev;    /* number of events */
+    size_t peak;   /* peak of live bytes over the trace */
 } trace_t;
 
 static uint64_t rng_next(uint64_t *s)
@@ -72,8 +72,7 @@ typedef struct death {
 static int death_cmp(const void *a, const void *b)
 {
     const death_t *x = a, *y = b;
-    if (x->step != y->step)
-        return x->step < y->step ? -1 : 1;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
     return x->key < y->key ? -1 : x->key > y->key;
 }
 
@@ -89,8 +88,8 @@ static void trace_gen(trace_t *t, size_t n, uint64_t seed)
         size_t b = batch[rng_next(&seed) % 6], s = seq[rng_next(&seed) % 5];
         size_t raw = b * s * 4096 * 4;
         t->bytes[i] = ((raw + 31) & ~(size_t)31) + 32;
-        size_t life = rng_next(&seed) % 10 == 0 ? log_uniform(&seed, 100, 2000)
-                                                : log_uniform(&seed, 1, 32);
+        size_t life =
+            rng_next(&seed) % 10 == 0 ? log_uniform(&seed, 100, 2000) : log_uniform(&seed, 1, 32);
         d[i] = (death_t){i + (life ? life : 1), rng_next(&seed), (int32_t)i};
     }
     qsort(d, n, sizeof *d, death_cmp);
@@ -105,21 +104,20 @@ static void trace_gen(trace_t *t, size_t n, uint64_t seed)
         }
         t->ev[t->nev++] = (event_t){(int32_t)step, 0};
         live += t->bytes[step];
-        if (live > t->peak)
-            t->peak = live;
+        if (live > t->peak) t->peak = live;
     }
     free(d);
 }
 
 /* ---- the two allocators behind one face ------------------------------------------------ */
 typedef struct runner {
-    int kind;          /* 0 = npupool, 1 = firstfit */
-    pool_t *pool;      /* kind 0 */
-    ff_pool_t *ff;     /* kind 1 */
-    size_t size;       /* pool bytes */
-    size_t *live_off;  /* kind 1: sorted offsets of live blocks (for the physical view) */
-    size_t *live_len;  /* their aligned lengths */
-    size_t nlive;      /* entries */
+    int kind;         /* 0 = npupool, 1 = firstfit */
+    pool_t *pool;     /* kind 0 */
+    ff_pool_t *ff;    /* kind 1 */
+    size_t size;      /* pool bytes */
+    size_t *live_off; /* kind 1: sorted offsets of live blocks (for the physical view) */
+    size_t *live_len; /* their aligned lengths */
+    size_t nlive;     /* entries */
 } runner_t;
 
 static void runner_open(runner_t *r, int kind, size_t size, size_t cap)
@@ -159,11 +157,9 @@ static size_t live_pos(const runner_t *r, size_t off)
 
 static int runner_alloc(runner_t *r, size_t bytes, uintptr_t *addr, int track)
 {
-    if (r->kind == 0)
-        return pool_alloc(r->pool, bytes, bytes, addr) == POOL_OK ? 0 : -1;
+    if (r->kind == 0) return pool_alloc(r->pool, bytes, bytes, addr) == POOL_OK ? 0 : -1;
     size_t off;
-    if (ff_alloc(r->ff, bytes, &off) != 0)
-        return -1;
+    if (ff_alloc(r->ff, bytes, &off) != 0) return -1;
     *addr = off;
     if (track) {
         size_t i = live_pos(r, off);
@@ -200,23 +196,20 @@ static double runner_ratio(runner_t *r)
         return st.free_bytes ? (double)st.largest_free_bytes / (double)st.free_bytes : -1.0;
     }
     size_t free_bytes = ff_free_bytes(r->ff);
-    if (!free_bytes)
-        return -1.0;
+    if (!free_bytes) return -1.0;
     size_t best = 0, at = 0;
     for (size_t i = 0; i < r->nlive; i++) {
-        if (r->live_off[i] - at > best)
-            best = r->live_off[i] - at;
+        if (r->live_off[i] - at > best) best = r->live_off[i] - at;
         at = r->live_off[i] + r->live_len[i];
     }
-    if (r->size - at > best)
-        best = r->size - at;
+    if (r->size - at > best) best = r->size - at;
     return (double)best / (double)free_bytes;
 }
 
 typedef struct outcome {
-    size_t failures;  /* allocations refused */
-    double end;       /* ratio after the last step (-1: nothing free) */
-    double worst;     /* minimum ratio over the run */
+    size_t failures; /* allocations refused */
+    double end;      /* ratio after the last step (-1: nothing free) */
+    double worst;    /* minimum ratio over the run */
 } outcome_t;
 
 static outcome_t run(const trace_t *t, int kind, size_t size, int measure)
@@ -229,23 +222,19 @@ static outcome_t run(const trace_t *t, int kind, size_t size, int measure)
     for (size_t e = 0; e < t->nev; e++) {
         const event_t *ev = &t->ev[e];
         if (ev->free) {
-            if (ok[ev->id])
-                runner_free(&r, addr[ev->id], measure);
+            if (ok[ev->id]) runner_free(&r, addr[ev->id], measure);
         } else if (runner_alloc(&r, t->bytes[ev->id], &addr[ev->id], measure) == 0) {
             ok[ev->id] = 1;
         } else {
             o.failures++;
-            if (!measure)
-                break; /* bisection only needs to know that it failed */
+            if (!measure) break; /* bisection only needs to know that it failed */
         }
         if (measure) {
             double q = runner_ratio(&r);
-            if (q >= 0 && q < o.worst)
-                o.worst = q;
+            if (q >= 0 && q < o.worst) o.worst = q;
         }
     }
-    if (measure)
-        o.end = runner_ratio(&r);
+    if (measure) o.end = runner_ratio(&r);
     free(addr);
     free(ok);
     runner_close(&r);
@@ -258,13 +247,11 @@ static size_t min_pool(const trace_t *t, int kind)
     while (run(t, kind, hi, 0).failures) {
         lo = hi;
         hi *= 2;
-        if (hi > 64 * t->peak)
-            return 0;
+        if (hi > 64 * t->peak) return 0;
     }
     while (hi - lo > MiB) {
         size_t mid = (lo / 2 + hi / 2) & ~(MiB - 1);
-        if (mid <= lo)
-            mid = lo + 1;
+        if (mid <= lo) mid = lo + 1;
         if (run(t, kind, mid, 0).failures)
             lo = mid;
         else
@@ -278,16 +265,14 @@ static const char *const g_name[2] = {"npupool", "firstfit"};
 int main(int argc, char **argv)
 {
     size_t nalloc = argc > 1 ? strtoul(argv[1], NULL, 10) : 20000;
-    if (nalloc < 100)
-        nalloc = 100;
+    if (nalloc < 100) nalloc = 100;
     const size_t seed_pool = (size_t)(0.8 * (double)(64 * GiB)) & ~(MiB - 1);
     printf("bench_frag: tensors [b, s, 4096] fp32, b in {1,2,4,8,16,32}, s in "
            "{128,256,512,1024,2048}; %zu allocations; lifetimes 90%% 1..32 steps, 10%% "
            "100..2000 steps (log-uniform); ratio = largest contiguous free / total free\n\n",
            nalloc);
-    printf("%-4s %-9s %9s %9s %7s | %-30s | %-30s\n", "seed", "allocator", "peak_live",
-           "min_pool", "min/pk", "tight pool: GiB  end  worst  fail",
-           "51.2 GiB pool: end  worst fail");
+    printf("%-4s %-9s %9s %9s %7s | %-30s | %-30s\n", "seed", "allocator", "peak_live", "min_pool",
+           "min/pk", "tight pool: GiB  end  worst  fail", "51.2 GiB pool: end  worst fail");
     double sum_x[2] = {0, 0};
     char lines[3 * 2][400];
     int nl = 0;
@@ -295,8 +280,7 @@ int main(int argc, char **argv)
         trace_t t;
         trace_gen(&t, nalloc, seed);
         size_t mp[2];
-        for (int k = 0; k < 2; k++)
-            mp[k] = min_pool(&t, k);
+        for (int k = 0; k < 2; k++) mp[k] = min_pool(&t, k);
         size_t tight = mp[0] > mp[1] ? mp[0] : mp[1];
         for (int k = 0; k < 2; k++) {
             outcome_t a = run(&t, k, tight, 1), b = run(&t, k, seed_pool, 1);
@@ -317,7 +301,6 @@ int main(int argc, char **argv)
     }
     printf("\nmean min_pool / peak_live: npupool %.3f, firstfit %.3f\n\n", sum_x[0] / 3,
            sum_x[1] / 3);
-    for (int i = 0; i < nl; i++)
-        puts(lines[i]);
+    for (int i = 0; i < nl; i++) puts(lines[i]);
     return 0;
 }

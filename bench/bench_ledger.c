@@ -64,14 +64,14 @@ static size_t log_uniform(size_t lo, size_t hi)
 enum variant { V_GLIBC, V_POOL, V_LEDGER, V_COUNT };
 
 typedef struct pair_bench {
-    enum variant v;      /* what a pair does */
-    pool_t *pool;        /* V_POOL, V_LEDGER */
-    uintptr_t *slot;     /* live blocks */
-    size_t nslots;       /* live count */
-    size_t *sizes;       /* size sequence */
-    uint64_t *samples;   /* ns per timed pair */
-    size_t timed;        /* pairs to time */
-    uint64_t overhead;   /* timer overhead, ns */
+    enum variant v;    /* what a pair does */
+    pool_t *pool;      /* V_POOL, V_LEDGER */
+    uintptr_t *slot;   /* live blocks */
+    size_t nslots;     /* live count */
+    size_t *sizes;     /* size sequence */
+    uint64_t *samples; /* ns per timed pair */
+    size_t timed;      /* pairs to time */
+    uint64_t overhead; /* timer overhead, ns */
 } pair_bench_t;
 
 static uintptr_t do_alloc(pair_bench_t *b, size_t size)
@@ -152,9 +152,9 @@ __attribute__((noipa)) static void descend_b(int level, unsigned bits, leaf_fn f
 }
 
 typedef struct chunk_ctx {
-    pair_bench_t *b;  /* the benchmark */
-    size_t pairs;     /* pairs to run in this call path */
-    size_t offset;    /* where its samples go */
+    pair_bench_t *b; /* the benchmark */
+    size_t pairs;    /* pairs to run in this call path */
+    size_t offset;   /* where its samples go */
 } chunk_ctx_t;
 
 static void run_chunk(void *arg)
@@ -166,7 +166,8 @@ static void run_chunk(void *arg)
     pair_loop(&sub, 0);
 }
 
-static void run_variant(const char *name, enum variant v, int depth, size_t timed, double *median_out)
+static void run_variant(const char *name, enum variant v, int depth, size_t timed,
+                        double *median_out)
 {
     enum { LIVE = 1000 };
     pair_bench_t b = {0};
@@ -206,7 +207,8 @@ static void run_variant(const char *name, enum variant v, int depth, size_t time
     double med = (double)b.samples[timed / 2], p99 = (double)b.samples[timed * 99 / 100];
     double p999 = (double)b.samples[timed * 999 / 1000];
     printf("  %-14s median %7.0f ns   p99 %7.0f ns   p99.9 %7.0f ns\n", name, med, p99, p999);
-    printf("BENCH_LEDGER pair variant=%s median_ns=%.0f p99_ns=%.0f p999_ns=%.0f\n", name, med, p99, p999);
+    printf("BENCH_LEDGER pair variant=%s median_ns=%.0f p99_ns=%.0f p999_ns=%.0f\n", name, med, p99,
+           p999);
     if (median_out) *median_out = med;
     for (size_t i = 0; i < LIVE; i++) do_free(&b, b.slot[i]);
     if (b.pool) pool_destroy(b.pool);
@@ -219,9 +221,9 @@ static void run_variant(const char *name, enum variant v, int depth, size_t time
 /* ---- report benchmark -------------------------------------------------------------------------- */
 
 typedef struct big_ctx {
-    pool_t *pool;          /* the device */
-    size_t per_stack;      /* allocations per stack */
-    size_t made;           /* allocations made so far */
+    pool_t *pool;     /* the device */
+    size_t per_stack; /* allocations per stack */
+    size_t made;      /* allocations made so far */
 } big_ctx_t;
 
 static void alloc_many(void *arg)
@@ -237,7 +239,8 @@ static void alloc_many(void *arg)
 }
 
 static pool_t *bench_pool;
-static void for_each_device(void *ctx, void (*cb)(void *, int, pool_t *, const struct shim_counters *),
+static void for_each_device(void *ctx,
+                            void (*cb)(void *, int, pool_t *, const struct shim_counters *),
                             void *cbctx)
 {
     (void)ctx;
@@ -259,10 +262,12 @@ static void report_bench(void)
     printf("  %zu live allocations from %zu stacks recorded in %.2f s\n", m.live_records, m.stacks,
            (double)(t1 - t0) * 1e-9);
     printf("  ledger host memory: %.1f bytes per live allocation (limit 64); stacks: %zu bytes "
-           "(%.0f per stack of 16 frames)\n", (double)m.record_bytes / (double)m.live_records, m.stack_bytes,
+           "(%.0f per stack of 16 frames)\n",
+           (double)m.record_bytes / (double)m.live_records, m.stack_bytes,
            (double)m.stack_bytes / (double)m.stacks);
-    printf("BENCH_LEDGER memory live=%zu bytes_per_live=%.1f stacks=%zu stack_bytes=%zu\n", m.live_records,
-           (double)m.record_bytes / (double)m.live_records, m.stacks, m.stack_bytes);
+    printf("BENCH_LEDGER memory live=%zu bytes_per_live=%.1f stacks=%zu stack_bytes=%zu\n",
+           m.live_records, (double)m.record_bytes / (double)m.live_records, m.stacks,
+           m.stack_bytes);
     char path[128];
     snprintf(path, sizeof path, "/tmp/npupool-bench-report-%d.json", (int)getpid());
     setenv("NPUPOOL_REPORT", path, 1);
@@ -283,11 +288,13 @@ static void report_bench(void)
         }
         struct stat st;
         stat(path, &st);
-        printf("  report with %zu live / %zu stacks, symbols %s: %.3f s (best of 3; first %.3f s), %.1f MB "
-               "(target 1 s)\n", m.live_records, m.stacks, symbols ? "on " : "off", (double)best * 1e-9,
+        printf("  report with %zu live / %zu stacks, symbols %s: %.3f s (best of 3; first %.3f s), "
+               "%.1f MB "
+               "(target 1 s)\n",
+               m.live_records, m.stacks, symbols ? "on " : "off", (double)best * 1e-9,
                (double)first * 1e-9, (double)st.st_size / 1e6);
-        printf("BENCH_LEDGER report symbols=%d seconds=%.3f bytes=%lld\n", symbols, (double)best * 1e-9,
-               (long long)st.st_size);
+        printf("BENCH_LEDGER report symbols=%d seconds=%.3f bytes=%lld\n", symbols,
+               (double)best * 1e-9, (long long)st.st_size);
     }
     if (!getenv("BENCH_KEEP_REPORT")) unlink(path);
     ledger_clear();
@@ -301,7 +308,8 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     mallopt(M_ARENA_MAX, 1);
-    printf("bench_ledger: free+malloc pair, 1,000 live, sizes 512 B..1 MiB log-uniform, %zu timed pairs\n",
+    printf("bench_ledger: free+malloc pair, 1,000 live, sizes 512 B..1 MiB log-uniform, %zu timed "
+           "pairs\n",
            timed);
     double glibc, off, d16, d32;
     run_variant("glibc", V_GLIBC, 0, timed, &glibc);
@@ -310,7 +318,8 @@ int main(int argc, char **argv)
     run_variant("ledger bt=16", V_LEDGER, 16, timed, &d16);
     run_variant("ledger bt=32", V_LEDGER, 32, timed, &d32);
     printf("  backtrace cost: %.0f ns at 16 frames, %.0f ns at 32 (medians over backtraces off); "
-           "default depth %s the 400 ns target\n", d16 - off, d32 - off, d16 <= 400 ? "meets" : "MISSES");
+           "default depth %s the 400 ns target\n",
+           d16 - off, d32 - off, d16 <= 400 ? "meets" : "MISSES");
     printf("bench_ledger: report writing and memory\n");
     report_bench();
     return 0;

@@ -104,8 +104,7 @@ static void calibrate(void)
         uint64_t a = t_begin(), b;
         while ((b = t_begin()) == a) {
         }
-        if (b - a < step)
-            step = b - a;
+        if (b - a < step) step = b - a;
     }
     g_resolution_ticks = (double)step;
 }
@@ -170,13 +169,13 @@ static const alloc_ops_t g_ops[] = {
 
 /* ---- scenarios ------------------------------------------------------------------------- */
 typedef struct scenario {
-    size_t live;     /* live blocks in steady state */
-    size_t lo, hi;   /* size range, log-uniform */
-    size_t warm;     /* untimed pairs */
-    size_t pairs;    /* timed pairs */
-    size_t *fill;    /* [live] initial sizes */
-    uint32_t *slot;  /* [warm+pairs] victim slot of each pair */
-    size_t *size;    /* [warm+pairs] new size of each pair */
+    size_t live;    /* live blocks in steady state */
+    size_t lo, hi;  /* size range, log-uniform */
+    size_t warm;    /* untimed pairs */
+    size_t pairs;   /* timed pairs */
+    size_t *fill;   /* [live] initial sizes */
+    uint32_t *slot; /* [warm+pairs] victim slot of each pair */
+    size_t *size;   /* [warm+pairs] new size of each pair */
 } scenario_t;
 
 typedef struct result {
@@ -207,8 +206,7 @@ static void scenario_gen(scenario_t *sc, uint64_t seed)
     sc->fill = malloc(sc->live * sizeof *sc->fill);
     sc->slot = malloc(n * sizeof *sc->slot);
     sc->size = malloc(n * sizeof *sc->size);
-    for (size_t i = 0; i < sc->live; i++)
-        sc->fill[i] = log_uniform(&seed, sc->lo, sc->hi);
+    for (size_t i = 0; i < sc->live; i++) sc->fill[i] = log_uniform(&seed, sc->lo, sc->hi);
     for (size_t k = 0; k < n; k++) {
         sc->slot[k] = (uint32_t)(rng_next(&seed) % sc->live);
         sc->size[k] = log_uniform(&seed, sc->lo, sc->hi);
@@ -252,11 +250,9 @@ static double replay_mean(const alloc_ops_t *ops, const scenario_t *sc, size_t p
             failed |= ops->alloc(ctx, sc->size[k], &slots[i]);
         }
         double t1 = now_ns();
-        if (!failed)
-            mean = (t1 - t0) / (double)pairs;
+        if (!failed) mean = (t1 - t0) / (double)pairs;
     }
-    for (size_t i = 0; i < sc->live; i++)
-        ops->free(ctx, slots[i]);
+    for (size_t i = 0; i < sc->live; i++) ops->free(ctx, slots[i]);
     ops->destroy(ctx);
     free(slots);
     return mean;
@@ -289,13 +285,11 @@ static result_t run(const alloc_ops_t *ops, const scenario_t *sc, size_t pairs)
         r.p999 = ticks_to_ns(samples[pairs * 999 / 1000]);
         r.max = ticks_to_ns(samples[pairs - 1]);
     }
-    for (size_t i = 0; i < sc->live; i++)
-        ops->free(ctx, slots[i]);
+    for (size_t i = 0; i < sc->live; i++) ops->free(ctx, slots[i]);
     ops->destroy(ctx);
     free(slots);
     free(samples);
-    if (!r.failed)
-        r.mean = replay_mean(ops, sc, pairs, warm);
+    if (!r.failed) r.mean = replay_mean(ops, sc, pairs, warm);
     return r;
 }
 
@@ -313,8 +307,7 @@ static const char *human(size_t b, char *buf, size_t len)
 int main(int argc, char **argv)
 {
     size_t pairs = argc > 1 ? strtoul(argv[1], NULL, 10) : 200000;
-    if (pairs < 1000)
-        pairs = 1000;
+    if (pairs < 1000) pairs = 1000;
     calibrate();
     printf("bench_pool: free+malloc pair latency in steady state, ns\n");
     printf("timer: %s, %.4f ns/tick calibrated against CLOCK_MONOTONIC, resolution %.1f ns; "
@@ -370,9 +363,8 @@ int main(int argc, char **argv)
         for (size_t o = 0; o < NOPS; o++)
             printf("BENCH_POOL live=%zu lo=%zu hi=%zu alloc=%s pairs=%zu median_ns=%.1f "
                    "p99_ns=%.1f p999_ns=%.1f max_ns=%.1f mean_ns=%.1f failed=%d\n",
-                   sc[s].live, sc[s].lo, sc[s].hi, g_ops[o].name, res[s][o].pairs,
-                   res[s][o].median, res[s][o].p99, res[s][o].p999, res[s][o].max,
-                   res[s][o].mean, res[s][o].failed);
+                   sc[s].live, sc[s].lo, sc[s].hi, g_ops[o].name, res[s][o].pairs, res[s][o].median,
+                   res[s][o].p99, res[s][o].p999, res[s][o].max, res[s][o].mean, res[s][o].failed);
     for (int s = 0; s < 2; s++) {
         free(sc[s].fill);
         free(sc[s].slot);

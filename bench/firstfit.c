@@ -31,8 +31,7 @@ static int list_append(ff_pool_t *p, size_t off, size_t size)
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 1024;
         span_t *l = realloc(p->list, cap * sizeof *l);
-        if (!l)
-            return -1;
+        if (!l) return -1;
         p->list = l;
         p->cap = cap;
     }
@@ -55,8 +54,7 @@ ff_pool_t *ff_create(size_t pool_size)
 
 void ff_destroy(ff_pool_t *p)
 {
-    if (!p)
-        return;
+    if (!p) return;
     addrmap_destroy(&p->live);
     free(p->list);
     free(p->scratch);
@@ -72,8 +70,7 @@ static int span_cmp(const void *a, const void *b)
 /* Sort by offset and merge touching spans, in place. */
 static size_t sort_merge(span_t *v, size_t n)
 {
-    if (n < 2)
-        return n;
+    if (n < 2) return n;
     qsort(v, n, sizeof *v, span_cmp);
     size_t w = 0;
     for (size_t i = 1; i < n; i++) {
@@ -88,13 +85,11 @@ static size_t sort_merge(span_t *v, size_t n)
 static int first_fit(ff_pool_t *p, size_t need, size_t *off)
 {
     for (size_t i = 0; i < p->n; i++) {
-        if (p->list[i].size < need)
-            continue;
+        if (p->list[i].size < need) continue;
         span_t s = p->list[i];
         memmove(&p->list[i], &p->list[i + 1], (p->n - i - 1) * sizeof *p->list);
         p->n--;
-        if (s.size > need)
-            list_append(p, s.off + need, s.size - need);
+        if (s.size > need) list_append(p, s.off + need, s.size - need);
         p->free_bytes -= need;
         *off = s.off;
         return 0;
@@ -105,13 +100,11 @@ static int first_fit(ff_pool_t *p, size_t need, size_t *off)
 int ff_alloc(ff_pool_t *p, size_t size, size_t *off)
 {
     size_t need = (size + 31) & ~(size_t)31;
-    if (need == 0)
-        return -1;
+    if (need == 0) return -1;
     if (first_fit(p, need, off) != 0) {
         p->n = sort_merge(p->list, p->n);
         p->merges++;
-        if (first_fit(p, need, off) != 0)
-            return -1;
+        if (first_fit(p, need, off) != 0) return -1;
     }
     if (addrmap_put(&p->live, *off, need) < 0) {
         list_append(p, *off, need);
@@ -124,10 +117,8 @@ int ff_alloc(ff_pool_t *p, size_t size, size_t *off)
 int ff_free(ff_pool_t *p, size_t off)
 {
     uint64_t size;
-    if (!addrmap_del(&p->live, off, &size))
-        return -1;
-    if (list_append(p, off, size) != 0)
-        return -1;
+    if (!addrmap_del(&p->live, off, &size)) return -1;
+    if (list_append(p, off, size) != 0) return -1;
     p->free_bytes += size;
     return 0;
 }
@@ -140,8 +131,7 @@ size_t ff_largest_listed(const ff_pool_t *p)
 {
     size_t best = 0;
     for (size_t i = 0; i < p->n; i++)
-        if (p->list[i].size > best)
-            best = p->list[i].size;
+        if (p->list[i].size > best) best = p->list[i].size;
     return best;
 }
 
@@ -160,7 +150,6 @@ size_t ff_largest_physical(ff_pool_t *p)
     size_t n = sort_merge(p->scratch, p->n);
     size_t best = 0;
     for (size_t i = 0; i < n; i++)
-        if (p->scratch[i].size > best)
-            best = p->scratch[i].size;
+        if (p->scratch[i].size > best) best = p->scratch[i].size;
     return best;
 }

@@ -82,7 +82,9 @@ static void serve_request(uint64_t *rng)
 {
     static const int batches[] = {1, 2, 4, 8, 16, 32};
     static const int seqs[] = {128, 256, 512, 1024, 2048};
-    *rng ^= *rng << 13; *rng ^= *rng >> 7; *rng ^= *rng << 17;
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
     int batch = batches[*rng % 6], seq = seqs[(*rng >> 8) % 5];
     size_t act = (size_t)batch * (size_t)seq * HIDDEN * 2; /* fp16 activations */
     void *x = timed_alloc(act);

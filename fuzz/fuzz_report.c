@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char buf[256];
         for (size_t i = 0; i < r.nleaks; i++) {
             rep_site_label(&r.leaks[i], buf, sizeof buf);
-            for (size_t j = 0; j < r.leaks[i].nframes; j++) rep_frame_label(&r.leaks[i].frames[j], buf, sizeof buf);
+            for (size_t j = 0; j < r.leaks[i].nframes; j++)
+                rep_frame_label(&r.leaks[i].frames[j], buf, sizeof buf);
         }
         report_release(&r);
     }

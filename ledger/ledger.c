@@ -33,42 +33,42 @@
 #include "ledger_internal.h"
 #include "pool.h"
 
-#define REC_CHUNK 1024u     /* records per slab chunk (48 KiB) */
-#define INDEX_MIN 256u      /* initial index slots of a shard */
+#define REC_CHUNK 1024u /* records per slab chunk (48 KiB) */
+#define INDEX_MIN 256u  /* initial index slots of a shard */
 #define SIZE_MAX48 ((UINT64_C(1) << 48) - 1)
 
 typedef struct rec {
-    uintptr_t addr;             /* device address; 0 = free record */
-    uint64_t requested : 48;    /* bytes asked for (saturated at 2^48-1) */
-    uint64_t device : 16;       /* device id; 0xffff = unknown */
-    uint64_t granted : 48;      /* bytes that belong to the block (saturated) */
-    uint64_t entry : 4;         /* enum ledger_entry */
-    uint64_t origin : 2;        /* enum ledger_origin */
-    uint64_t size_class : 4;    /* pool_bucket_of(granted) */
-    uint64_t unused : 6;        /* zero */
-    uint64_t seq;               /* live: sequence number; free: next free record number + 1 */
-    uint64_t time_ns;           /* CLOCK_MONOTONIC_COARSE at allocation, ns */
-    uint32_t stack_id;          /* interned stack, 0 = none */
-    uint32_t tid;               /* kernel thread id of the allocating thread */
+    uintptr_t addr;          /* device address; 0 = free record */
+    uint64_t requested : 48; /* bytes asked for (saturated at 2^48-1) */
+    uint64_t device : 16;    /* device id; 0xffff = unknown */
+    uint64_t granted : 48;   /* bytes that belong to the block (saturated) */
+    uint64_t entry : 4;      /* enum ledger_entry */
+    uint64_t origin : 2;     /* enum ledger_origin */
+    uint64_t size_class : 4; /* pool_bucket_of(granted) */
+    uint64_t unused : 6;     /* zero */
+    uint64_t seq;            /* live: sequence number; free: next free record number + 1 */
+    uint64_t time_ns;        /* CLOCK_MONOTONIC_COARSE at allocation, ns */
+    uint32_t stack_id;       /* interned stack, 0 = none */
+    uint32_t tid;            /* kernel thread id of the allocating thread */
 } rec_t;
 _Static_assert(sizeof(rec_t) == 48, "a ledger record is 48 bytes");
 
 typedef struct shard {
-    pthread_mutex_t lock;   /* guards every field below */
-    uint32_t *index;        /* slot -> record number + 1, 0 = empty */
-    uint32_t mask;          /* index slots - 1 (index == NULL: no slots yet) */
-    uint32_t live;          /* live records */
-    uint32_t carved;        /* records ever taken from chunks */
-    uint32_t free_head;     /* first free record number + 1, 0 = none */
-    rec_t **chunks;         /* slab chunks */
-    uint32_t nchunks;       /* chunks allocated */
-    uint32_t chunk_cap;     /* capacity of `chunks` */
-    size_t bytes;           /* host memory held by this shard, bytes */
+    pthread_mutex_t lock; /* guards every field below */
+    uint32_t *index;      /* slot -> record number + 1, 0 = empty */
+    uint32_t mask;        /* index slots - 1 (index == NULL: no slots yet) */
+    uint32_t live;        /* live records */
+    uint32_t carved;      /* records ever taken from chunks */
+    uint32_t free_head;   /* first free record number + 1, 0 = none */
+    rec_t **chunks;       /* slab chunks */
+    uint32_t nchunks;     /* chunks allocated */
+    uint32_t chunk_cap;   /* capacity of `chunks` */
+    size_t bytes;         /* host memory held by this shard, bytes */
 } __attribute__((aligned(64))) shard_t;
 
 static shard_t shards[LEDGER_SHARDS];
 static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
-static _Atomic uint64_t g_seq;    /* last sequence number issued */
+static _Atomic uint64_t g_seq; /* last sequence number issued */
 static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 = not yet read */
 
 static void shards_init(void)
@@ -90,7 +90,10 @@ static uint64_t addr_hash(uintptr_t a)
 static shard_t *shard_of(uint64_t h) { return &shards[h & (LEDGER_SHARDS - 1)]; }
 static uint32_t home_of(const shard_t *s, uint64_t h) { return (uint32_t)(h >> 8) & s->mask; }
 
-static rec_t *rec_at(const shard_t *s, uint32_t n) { return &s->chunks[n / REC_CHUNK][n % REC_CHUNK]; }
+static rec_t *rec_at(const shard_t *s, uint32_t n)
+{
+    return &s->chunks[n / REC_CHUNK][n % REC_CHUNK];
+}
 
 uint64_t ledger_now_ns(void)
 {
@@ -364,11 +367,11 @@ int ledger_lookup(uintptr_t addr, ledger_record_t *out)
 /* ---- grouping by site ------------------------------------------------------------------------ */
 
 typedef struct site_map {
-    uint32_t *slot;         /* site index + 1, 0 = empty */
-    uint32_t mask;          /* slots - 1 */
-    ledger_site_t *sites;   /* grouped sites */
-    size_t n;               /* sites used */
-    size_t cap;             /* sites allocated */
+    uint32_t *slot;       /* site index + 1, 0 = empty */
+    uint32_t mask;        /* slots - 1 */
+    ledger_site_t *sites; /* grouped sites */
+    size_t n;             /* sites used */
+    size_t cap;           /* sites allocated */
 } site_map_t;
 
 static uint64_t site_key_hash(int device, uint32_t stack)
@@ -382,7 +385,8 @@ static int site_map_grow(site_map_t *m)
     uint32_t *ns = calloc(nslots, sizeof *ns);
     if (!ns) return -1;
     for (size_t i = 0; i < m->n; i++) {
-        uint32_t j = (uint32_t)site_key_hash(m->sites[i].device, m->sites[i].stack_id) & (nslots - 1);
+        uint32_t j =
+            (uint32_t)site_key_hash(m->sites[i].device, m->sites[i].stack_id) & (nslots - 1);
         while (ns[j]) j = (j + 1) & (nslots - 1);
         ns[j] = (uint32_t)i + 1;
     }
@@ -478,10 +482,10 @@ int ledger_check(char *why, size_t why_len)
 {
     pthread_once(&shards_once, shards_init);
     int bad = 0;
-#define FAIL(...)                                                          \
-    do {                                                                   \
-        if (!bad && why) snprintf(why, why_len, __VA_ARGS__);              \
-        bad++;                                                             \
+#define FAIL(...)                                             \
+    do {                                                      \
+        if (!bad && why) snprintf(why, why_len, __VA_ARGS__); \
+        bad++;                                                \
     } while (0)
     uint32_t nstacks = ledger_stack_count();
     for (int k = 0; k < LEDGER_SHARDS; k++) {
@@ -498,7 +502,8 @@ int ledger_check(char *why, size_t why_len)
             if (slot < 0 || s->index[slot] != n + 1)
                 FAIL("shard %d: record %u (addr %#lx) not found through the index", k, n,
                      (unsigned long)r->addr);
-            if (r->stack_id > nstacks) FAIL("shard %d: record %u has unknown stack %u", k, n, r->stack_id);
+            if (r->stack_id > nstacks)
+                FAIL("shard %d: record %u has unknown stack %u", k, n, r->stack_id);
             if (r->granted < r->requested) FAIL("shard %d: record %u granted < requested", k, n);
         }
         if (s->index) {
@@ -510,7 +515,8 @@ int ledger_check(char *why, size_t why_len)
                     FAIL("shard %d: index slot %u points at a free record", k, i);
             }
         }
-        for (uint32_t f = s->free_head; f && free_len <= s->carved; f = (uint32_t)rec_at(s, f - 1)->seq) {
+        for (uint32_t f = s->free_head; f && free_len <= s->carved;
+             f = (uint32_t)rec_at(s, f - 1)->seq) {
             if (f - 1 >= s->carved || rec_at(s, f - 1)->addr) {
                 FAIL("shard %d: free list reaches a live or missing record", k);
                 break;
@@ -518,7 +524,8 @@ int ledger_check(char *why, size_t why_len)
             free_len++;
         }
         if (live != s->live) FAIL("shard %d: %u live records, counter says %u", k, live, s->live);
-        if (used_slots != s->live) FAIL("shard %d: %u index entries for %u live", k, used_slots, s->live);
+        if (used_slots != s->live)
+            FAIL("shard %d: %u index entries for %u live", k, used_slots, s->live);
         if (free_len + s->live != s->carved)
             FAIL("shard %d: free list %u + live %u != carved %u", k, free_len, s->live, s->carved);
         pthread_mutex_unlock(&s->lock);
@@ -553,7 +560,7 @@ void ledger_atfork_child(void)
 const char *ledger_entry_name(enum ledger_entry entry)
 {
     static const char *names[LEDGER_ENTRY_COUNT] = {
-        "aclrtMalloc", "aclrtMallocAlign32", "aclrtMallocCached",
+        "aclrtMalloc",        "aclrtMallocAlign32",  "aclrtMallocCached",
         "aclrtMallocWithCfg", "aclrtMallocPhysical", "aclrtMapMem",
     };
     return (unsigned)entry < LEDGER_ENTRY_COUNT ? names[entry] : "unknown";

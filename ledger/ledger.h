@@ -47,7 +47,12 @@ enum ledger_entry {
     LEDGER_MAP_MEM,         /* aclrtMapMem (address = the virtual address mapped) */
     LEDGER_ENTRY_COUNT
 };
-enum ledger_origin { LEDGER_FROM_POOL, LEDGER_FROM_FALLBACK, LEDGER_FROM_PASSTHROUGH, LEDGER_ORIGIN_COUNT };
+enum ledger_origin {
+    LEDGER_FROM_POOL,
+    LEDGER_FROM_FALLBACK,
+    LEDGER_FROM_PASSTHROUGH,
+    LEDGER_ORIGIN_COUNT
+};
 
 #define LEDGER_DEFAULT_DEPTH 16 /* frames kept per stack when NPUPOOL_BACKTRACE_DEPTH is unset */
 #define LEDGER_MAX_DEPTH 128    /* largest accepted depth */
@@ -93,15 +98,15 @@ size_t ledger_live_count_since(uint64_t seq);
 
 /* One live record as stored (for tests and tools). */
 typedef struct ledger_record {
-    uintptr_t addr;         /* device address (handle for LEDGER_MALLOC_PHYSICAL) */
-    int device;             /* device id */
-    size_t requested;       /* bytes the application asked for */
-    size_t granted;         /* bytes that belong to the block */
-    int size_class;         /* pool_bucket_of(granted) */
-    uint64_t seq;           /* allocation sequence number, 1-based, process-wide */
-    uint32_t tid;           /* kernel thread id of the allocating thread */
-    uint64_t time_ns;       /* CLOCK_MONOTONIC_COARSE at allocation, nanoseconds */
-    uint32_t stack_id;      /* interned stack, 0 = none */
+    uintptr_t addr;            /* device address (handle for LEDGER_MALLOC_PHYSICAL) */
+    int device;                /* device id */
+    size_t requested;          /* bytes the application asked for */
+    size_t granted;            /* bytes that belong to the block */
+    int size_class;            /* pool_bucket_of(granted) */
+    uint64_t seq;              /* allocation sequence number, 1-based, process-wide */
+    uint32_t tid;              /* kernel thread id of the allocating thread */
+    uint64_t time_ns;          /* CLOCK_MONOTONIC_COARSE at allocation, nanoseconds */
+    uint32_t stack_id;         /* interned stack, 0 = none */
     enum ledger_entry entry;   /* entry point */
     enum ledger_origin origin; /* who served it */
 } ledger_record_t;
@@ -109,15 +114,15 @@ int ledger_lookup(uintptr_t addr, ledger_record_t *out); /* 1 found, 0 not */
 
 /* Live allocations grouped by (device, stack): what a report lists under "leaks". */
 typedef struct ledger_site {
-    int device;                           /* device id */
-    uint32_t stack_id;                    /* interned stack, 0 = none */
-    uint64_t count;                       /* live allocations */
-    uint64_t requested_bytes;             /* sum of requested sizes */
-    uint64_t granted_bytes;               /* sum of granted sizes */
-    uint64_t oldest_time_ns;              /* allocation time of the oldest, CLOCK_MONOTONIC_COARSE */
-    uint64_t oldest_seq;                  /* its sequence number */
+    int device;               /* device id */
+    uint32_t stack_id;        /* interned stack, 0 = none */
+    uint64_t count;           /* live allocations */
+    uint64_t requested_bytes; /* sum of requested sizes */
+    uint64_t granted_bytes;   /* sum of granted sizes */
+    uint64_t oldest_time_ns;  /* allocation time of the oldest, CLOCK_MONOTONIC_COARSE */
+    uint64_t oldest_seq;      /* its sequence number */
     uint64_t by_origin[LEDGER_ORIGIN_COUNT]; /* count per enum ledger_origin */
-    uint8_t entry;                        /* enum ledger_entry of the oldest */
+    uint8_t entry;                           /* enum ledger_entry of the oldest */
 } ledger_site_t;
 /* Group every live record (each shard locked in turn, briefly).  *out is malloc'ed (free() it);
  * returns the number of sites, or (size_t)-1 when host memory ran out. */
@@ -125,10 +130,10 @@ size_t ledger_collect_sites(ledger_site_t **out);
 
 /* Host memory the ledger holds. */
 typedef struct ledger_memory {
-    size_t live_records;   /* live allocations recorded */
-    size_t record_bytes;   /* record slabs + index tables + shard headers */
-    size_t stacks;         /* interned stacks */
-    size_t stack_bytes;    /* stack arena + stack hash tables + directory */
+    size_t live_records;     /* live allocations recorded */
+    size_t record_bytes;     /* record slabs + index tables + shard headers */
+    size_t stacks;           /* interned stacks */
+    size_t stack_bytes;      /* stack arena + stack hash tables + directory */
     uint64_t stacks_dropped; /* captures that could not be interned (out of memory or ids) */
 } ledger_memory_t;
 void ledger_memory(ledger_memory_t *out);
@@ -154,7 +159,7 @@ void ledger_atfork_prepare(void);
 void ledger_atfork_parent(void);
 void ledger_atfork_child(void);
 
-const char *ledger_entry_name(enum ledger_entry entry);   /* "aclrtMalloc", ... */
+const char *ledger_entry_name(enum ledger_entry entry);    /* "aclrtMalloc", ... */
 const char *ledger_origin_name(enum ledger_origin origin); /* "pool", "fallback", "passthrough" */
 
 #ifdef __cplusplus

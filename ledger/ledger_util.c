@@ -83,8 +83,11 @@ LEDGER_HIDDEN long ledger_option_long(const char *name, long dflt, long lo, long
 
 LEDGER_HIDDEN int ledger_option_signal(const char *name, int dflt)
 {
-    static const struct { const char *name; int sig; } names[] = {
-        {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {
+        {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
         {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"URG", SIGURG},
     };
     const char *t = ledger_option(name);

@@ -32,58 +32,58 @@
 #include "report_internal.h"
 #include "symbolize.h"
 
-#define MON_DEVICES 64        /* devices with a threshold monitor */
-#define MON_RING 64           /* growth-rate samples kept per device */
+#define MON_DEVICES 64              /* devices with a threshold monitor */
+#define MON_RING 64                 /* growth-rate samples kept per device */
 #define MON_SAMPLE_NS 1000000000ull /* at most one sample a second */
-#define MON_HYSTERESIS 0.05   /* a level re-arms when use falls this far below it */
+#define MON_HYSTERESIS 0.05         /* a level re-arms when use falls this far below it */
 #define OOM_GAP_NS 1000000000ull    /* oom reports at least this far apart */
 
 typedef struct monitor {
-    _Atomic int level;                 /* highest level announced since re-armed: 0, 1, 2 */
-    _Atomic int pending;               /* 1: the reporter thread owes a threshold report */
-    _Atomic uint64_t last_sample_ns;   /* coarse time of the newest sample (the cheap gate) */
+    _Atomic int level;                   /* highest level announced since re-armed: 0, 1, 2 */
+    _Atomic int pending;                 /* 1: the reporter thread owes a threshold report */
+    _Atomic uint64_t last_sample_ns;     /* coarse time of the newest sample (the cheap gate) */
     _Atomic uint64_t sample_t[MON_RING]; /* sample times, precise CLOCK_MONOTONIC ns (0 = empty) */
     _Atomic uint64_t sample_a[MON_RING]; /* allocated bytes at those times */
-    _Atomic uint32_t sample_next;      /* ring position of the next sample */
-    _Atomic uint64_t x_alloc;          /* allocated bytes at the last crossing */
-    _Atomic uint64_t x_reserved;       /* reserved bytes at the last crossing */
-    _Atomic uint64_t x_rate_bits;      /* growth rate at the crossing (double bits) */
-    _Atomic int x_level;               /* level of the last crossing */
+    _Atomic uint32_t sample_next;        /* ring position of the next sample */
+    _Atomic uint64_t x_alloc;            /* allocated bytes at the last crossing */
+    _Atomic uint64_t x_reserved;         /* reserved bytes at the last crossing */
+    _Atomic uint64_t x_rate_bits;        /* growth rate at the crossing (double bits) */
+    _Atomic int x_level;                 /* level of the last crossing */
 } monitor_t;
 
 static struct {
-    pthread_mutex_t lock;              /* see the header comment */
-    report_config_t cfg;               /* options in effect */
-    report_source_t src;               /* the shim's callbacks (zeroed = none) */
-    uint64_t seq;                      /* reports attempted; %n of the last */
-    report_baseline_entry_t *base;     /* previous report's sites, sorted */
+    pthread_mutex_t lock;          /* see the header comment */
+    report_config_t cfg;           /* options in effect */
+    report_source_t src;           /* the shim's callbacks (zeroed = none) */
+    uint64_t seq;                  /* reports attempted; %n of the last */
+    report_baseline_entry_t *base; /* previous report's sites, sorted */
     size_t nbase;
-    report_stats_t stats;              /* written / failed / last path */
-    double start_wall_s;               /* process start, epoch seconds */
-    uint64_t start_mono_ns;            /* ledger_now_ns() at report_init */
-    int exiting;                       /* the exit report was written: no more background ones */
-    int fork_child;                    /* 1 in a child made by fork() */
-    uint64_t fork_seq;                 /* in a fork child: ledger_last_seq() at the fork */
+    report_stats_t stats;   /* written / failed / last path */
+    double start_wall_s;    /* process start, epoch seconds */
+    uint64_t start_mono_ns; /* ledger_now_ns() at report_init */
+    int exiting;            /* the exit report was written: no more background ones */
+    int fork_child;         /* 1 in a child made by fork() */
+    uint64_t fork_seq;      /* in a fork child: ledger_last_seq() at the fork */
     /* background */
-    int bg_wanted;                     /* report_start_background was called */
-    int bg_running;                    /* the thread exists */
-    pthread_t thread;                  /* the reporter thread */
-    int pipe_rd;                       /* thread's end, -1 = none */
-    int handler_installed;             /* npupool installed the signal handler */
-    int handler_signal;                /* which signal */
+    int bg_wanted;         /* report_start_background was called */
+    int bg_running;        /* the thread exists */
+    pthread_t thread;      /* the reporter thread */
+    int pipe_rd;           /* thread's end, -1 = none */
+    int handler_installed; /* npupool installed the signal handler */
+    int handler_signal;    /* which signal */
     /* oom rate limit (under lock) */
-    uint64_t oom_reports;              /* oom reports written or attempted */
-    uint64_t oom_last_ns;              /* time of the last one */
-    _Atomic uint64_t oom_suppressed;   /* skipped since the last one */
+    uint64_t oom_reports;                  /* oom reports written or attempted */
+    uint64_t oom_last_ns;                  /* time of the last one */
+    _Atomic uint64_t oom_suppressed;       /* skipped since the last one */
     _Atomic uint64_t oom_suppressed_total; /* skipped in all */
-    _Atomic uint64_t signals;          /* signal bytes read by the thread */
+    _Atomic uint64_t signals;              /* signal bytes read by the thread */
 } rs = {.lock = PTHREAD_MUTEX_INITIALIZER, .pipe_rd = -1};
 
-static _Atomic int pipe_wr = -1;             /* the thread's wake-up pipe (lock-free atomic: usable
+static _Atomic int pipe_wr = -1;              /* the thread's wake-up pipe (lock-free atomic: usable
                                                 in the signal handler); -1 = none */
-static _Atomic int thresholds_on;            /* 1 when a ratio is configured */
-static _Atomic uint64_t warn_bits, crit_bits;/* the ratios as double bits (read lock-free) */
-static _Atomic uint64_t mon_start_ns;        /* monitors' time origin */
+static _Atomic int thresholds_on;             /* 1 when a ratio is configured */
+static _Atomic uint64_t warn_bits, crit_bits; /* the ratios as double bits (read lock-free) */
+static _Atomic uint64_t mon_start_ns;         /* monitors' time origin */
 static monitor_t monitors[MON_DEVICES];
 
 static double bits_to_double(uint64_t b)
@@ -197,7 +197,8 @@ int report_expand_path(const char *pattern, uint64_t seq, char *out, size_t len)
             case 'r': {
                 const char *r = getenv("RANK");
                 if (!r || !*r) r = getenv("LOCAL_RANK");
-                snprintf(tmp, sizeof tmp, "%s", r && *r && strlen(r) < 16 && !strchr(r, '/') ? r : "0");
+                snprintf(tmp, sizeof tmp, "%s",
+                         r && *r && strlen(r) < 16 && !strchr(r, '/') ? r : "0");
                 break;
             }
             case 't': {
@@ -242,7 +243,8 @@ static int write_all(int fd, const char *data, size_t len)
 }
 
 /* Returns 0, or -1 with errno set and *what naming the failed step. */
-static int write_file(const char *path, const char *data, size_t len, uint64_t seq, const char **what)
+static int write_file(const char *path, const char *data, size_t len, uint64_t seq,
+                      const char **what)
 {
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -294,7 +296,8 @@ static int write_file(const char *path, const char *data, size_t len, uint64_t s
 static int site_order(const void *x, const void *y)
 {
     const ledger_site_t *a = x, *b = y;
-    if (a->requested_bytes != b->requested_bytes) return a->requested_bytes > b->requested_bytes ? -1 : 1;
+    if (a->requested_bytes != b->requested_bytes)
+        return a->requested_bytes > b->requested_bytes ? -1 : 1;
     if (a->count != b->count) return a->count > b->count ? -1 : 1;
     if (a->device != b->device) return a->device < b->device ? -1 : 1;
     return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
@@ -315,8 +318,9 @@ static int write_locked(enum report_trigger trigger, int device, const report_oo
     char path[4096];
     if (report_expand_path(rs.cfg.pattern, seq, path, sizeof path) != 0) {
         rs.stats.failed++;
-        log_warn("cannot write the %s report: NPUPOOL_REPORT=\"%s\" expands to a path that is too long",
-                 report_trigger_name(trigger), rs.cfg.pattern);
+        log_warn(
+            "cannot write the %s report: NPUPOOL_REPORT=\"%s\" expands to a path that is too long",
+            report_trigger_name(trigger), rs.cfg.pattern);
         return -1;
     }
     rs.cfg.backtrace_depth = ledger_backtrace_depth();
@@ -325,28 +329,44 @@ static int write_locked(enum report_trigger trigger, int device, const report_oo
     size_t nsites = ledger_collect_sites(&sites);
     if (nsites == (size_t)-1) {
         rs.stats.failed++;
-        log_warn("cannot write the %s report %s: out of host memory", report_trigger_name(trigger), path);
+        log_warn("cannot write the %s report %s: out of host memory", report_trigger_name(trigger),
+                 path);
         return -1;
     }
     if (nsites > 1) qsort(sites, nsites, sizeof *sites, site_order);
 
     report_input_t in = {
-        .trigger = trigger, .device = device, .seq = seq, .cfg = &rs.cfg, .src = &rs.src,
-        .sites = sites, .nsites = nsites, .base = rs.base, .nbase = rs.nbase, .oom = oom,
-        .oom_suppressed = oom_suppressed, .threshold = thr, .start_wall_s = rs.start_wall_s,
-        .now_mono_ns = ledger_now_ns(), .now_wall_s = ledger_wall_s(), .stats = &rs.stats,
+        .trigger = trigger,
+        .device = device,
+        .seq = seq,
+        .cfg = &rs.cfg,
+        .src = &rs.src,
+        .sites = sites,
+        .nsites = nsites,
+        .base = rs.base,
+        .nbase = rs.nbase,
+        .oom = oom,
+        .oom_suppressed = oom_suppressed,
+        .threshold = thr,
+        .start_wall_s = rs.start_wall_s,
+        .now_mono_ns = ledger_now_ns(),
+        .now_wall_s = ledger_wall_s(),
+        .stats = &rs.stats,
     };
     symbolizer_t *sym = NULL;
     cJSON *doc = report_build(&in, &sym);
     /* One buffer sized for the document up front: no repeated regrowth of a 40 MB text. */
     size_t guess = nsites * 4096 + ((size_t)1 << 20);
-    char *text = doc ? cJSON_PrintBuffered(doc, (int)(guess < ((size_t)1 << 30) ? guess : ((size_t)1 << 30)), 1) : NULL;
+    char *text = doc ? cJSON_PrintBuffered(
+                           doc, (int)(guess < ((size_t)1 << 30) ? guess : ((size_t)1 << 30)), 1)
+                     : NULL;
     cJSON_Delete(doc);
     sym_close(sym);
     if (!text) {
         free(sites);
         rs.stats.failed++;
-        log_warn("cannot write the %s report %s: out of host memory", report_trigger_name(trigger), path);
+        log_warn("cannot write the %s report %s: out of host memory", report_trigger_name(trigger),
+                 path);
         return -1;
     }
     size_t len = strlen(text);
@@ -358,8 +378,8 @@ static int write_locked(enum report_trigger trigger, int device, const report_oo
     if (r != 0) {
         free(sites);
         rs.stats.failed++;
-        log_warn("cannot write the %s report to %s (%s: %s)", report_trigger_name(trigger), path, what,
-                 strerror(e));
+        log_warn("cannot write the %s report to %s (%s: %s)", report_trigger_name(trigger), path,
+                 what, strerror(e));
         return -1;
     }
     rs.stats.written++;
@@ -475,12 +495,18 @@ static double monitor_rate(monitor_t *m, uint64_t now, size_t allocated)
 
 static const char *human_duration(double s, char *buf, size_t len)
 {
-    if (s < 0) snprintf(buf, len, "never (not growing)");
-    else if (s < 10) snprintf(buf, len, "~%.1f s", s);
-    else if (s < 120) snprintf(buf, len, "~%.0f s", s);
-    else if (s < 7200) snprintf(buf, len, "~%.0f min", s / 60);
-    else if (s < 172800) snprintf(buf, len, "~%.1f h", s / 3600);
-    else snprintf(buf, len, "~%.1f days", s / 86400);
+    if (s < 0)
+        snprintf(buf, len, "never (not growing)");
+    else if (s < 10)
+        snprintf(buf, len, "~%.1f s", s);
+    else if (s < 120)
+        snprintf(buf, len, "~%.0f s", s);
+    else if (s < 7200)
+        snprintf(buf, len, "~%.0f min", s / 60);
+    else if (s < 172800)
+        snprintf(buf, len, "~%.1f h", s / 3600);
+    else
+        snprintf(buf, len, "~%.1f days", s / 86400);
     return buf;
 }
 
@@ -497,8 +523,8 @@ static void wake_thread(char what)
 
 void report_usage_changed(int device, size_t allocated, size_t reserved)
 {
-    if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed) || reserved == 0 || device < 0 ||
-        device >= MON_DEVICES)
+    if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed) || reserved == 0 ||
+        device < 0 || device >= MON_DEVICES)
         return;
     monitor_t *m = &monitors[device];
     monitor_sample(m, ledger_now_ns(), allocated);
@@ -510,7 +536,9 @@ void report_usage_changed(int device, size_t allocated, size_t reserved)
     if (level == cur) return;
     if (level < cur) {
         /* Re-arm a level only once use is clearly (MON_HYSTERESIS) below it. */
-        int target = (crit > 0 && u >= crit - MON_HYSTERESIS) ? 2 : (warn > 0 && u >= warn - MON_HYSTERESIS) ? 1 : 0;
+        int target = (crit > 0 && u >= crit - MON_HYSTERESIS)   ? 2
+                     : (warn > 0 && u >= warn - MON_HYSTERESIS) ? 1
+                                                                : 0;
         if (target < cur) atomic_compare_exchange_strong(&m->level, &cur, target);
         return;
     }
@@ -528,11 +556,15 @@ void report_usage_changed(int device, size_t allocated, size_t reserved)
     ledger_human_bytes(rate > 0 ? rate : 0, g, sizeof g);
     human_duration(eta, d, sizeof d);
     if (level == 2)
-        log_error("device %d pool use %.1f%% crossed the critical threshold (%.0f%%): %s of %s allocated, "
-                  "growing %s/s, OOM in %s", device, u * 100, crit * 100, a, r, g, d);
+        log_error("device %d pool use %.1f%% crossed the critical threshold (%.0f%%): %s of %s "
+                  "allocated, "
+                  "growing %s/s, OOM in %s",
+                  device, u * 100, crit * 100, a, r, g, d);
     else
-        log_warn("device %d pool use %.1f%% crossed the warning threshold (%.0f%%): %s of %s allocated, "
-                 "growing %s/s, OOM in %s", device, u * 100, warn * 100, a, r, g, d);
+        log_warn(
+            "device %d pool use %.1f%% crossed the warning threshold (%.0f%%): %s of %s allocated, "
+            "growing %s/s, OOM in %s",
+            device, u * 100, warn * 100, a, r, g, d);
     atomic_store(&m->pending, 1);
     wake_thread('t');
 }
@@ -546,7 +578,8 @@ static void on_signal(int sig)
 }
 
 /* pre: rs.lock held; returns 0 if the thread should go on. */
-static int background_report_locked(enum report_trigger trigger, int device, const report_threshold_info_t *t)
+static int background_report_locked(enum report_trigger trigger, int device,
+                                    const report_threshold_info_t *t)
 {
     if (rs.exiting) return 0;
     write_locked(trigger, device, NULL, 0, t);
@@ -563,12 +596,14 @@ static void threshold_reports(void)
         t.level = atomic_load(&m->x_level);
         t.allocated_bytes = atomic_load(&m->x_alloc);
         t.reserved_bytes = atomic_load(&m->x_reserved);
-        t.usage_ratio = t.reserved_bytes ? (double)t.allocated_bytes / (double)t.reserved_bytes : 0.0;
+        t.usage_ratio =
+            t.reserved_bytes ? (double)t.allocated_bytes / (double)t.reserved_bytes : 0.0;
         t.threshold_ratio = bits_to_double(atomic_load(t.level >= 2 ? &crit_bits : &warn_bits));
         t.growth_bytes_per_s = bits_to_double(atomic_load(&m->x_rate_bits));
-        t.predicted_oom_s = t.growth_bytes_per_s > 0
-                                ? (double)(t.reserved_bytes - t.allocated_bytes) / t.growth_bytes_per_s
-                                : -1.0;
+        t.predicted_oom_s =
+            t.growth_bytes_per_s > 0
+                ? (double)(t.reserved_bytes - t.allocated_bytes) / t.growth_bytes_per_s
+                : -1.0;
         pthread_mutex_lock(&rs.lock);
         background_report_locked(REPORT_THRESHOLD, d, &t);
         pthread_mutex_unlock(&rs.lock);
@@ -682,7 +717,8 @@ void report_start_background(void)
                 rs.handler_signal = rs.cfg.signal;
             }
         } else {
-            log_info("signal %d already has a handler: NPUPOOL_REPORT_SIGNAL reports are off", rs.cfg.signal);
+            log_info("signal %d already has a handler: NPUPOOL_REPORT_SIGNAL reports are off",
+                     rs.cfg.signal);
         }
     }
     pthread_mutex_unlock(&rs.lock);

@@ -43,8 +43,16 @@ extern "C" {
 #define REPORT_SCHEMA "npupool-report/1"
 #define REPORT_DEFAULT_PATH "npupool-report-%p-%n.json"
 
-enum report_trigger { REPORT_EXIT, REPORT_FINALIZE, REPORT_SIGNAL, REPORT_INTERVAL, REPORT_OOM, REPORT_RESET,
-                      REPORT_THRESHOLD, REPORT_TRIGGER_COUNT };
+enum report_trigger {
+    REPORT_EXIT,
+    REPORT_FINALIZE,
+    REPORT_SIGNAL,
+    REPORT_INTERVAL,
+    REPORT_OOM,
+    REPORT_RESET,
+    REPORT_THRESHOLD,
+    REPORT_TRIGGER_COUNT
+};
 
 struct shim_counters; /* shim/shim_counters.h */
 
@@ -71,13 +79,13 @@ void report_init(const report_source_t *src);
 int report_write(enum report_trigger trigger, int device);
 
 typedef struct report_oom_info {
-    size_t requested_bytes;     /* what the application asked for */
-    int device;                 /* device of the request */
-    const char *entry_point;    /* "aclrtMalloc", ... */
-    size_t free_bytes;          /* free bytes in the pool when it refused */
-    size_t largest_free_bytes;  /* largest free block then */
-    uint32_t stack_id;          /* ledger_capture_stack() of the refused call, 0 = none */
-    size_t granted_bytes;       /* bytes the block would have needed (padding included); 0 = requested */
+    size_t requested_bytes;    /* what the application asked for */
+    int device;                /* device of the request */
+    const char *entry_point;   /* "aclrtMalloc", ... */
+    size_t free_bytes;         /* free bytes in the pool when it refused */
+    size_t largest_free_bytes; /* largest free block then */
+    uint32_t stack_id;         /* ledger_capture_stack() of the refused call, 0 = none */
+    size_t granted_bytes; /* bytes the block would have needed (padding included); 0 = requested */
 } report_oom_info_t;
 /* A refused allocation: an `oom` report, rate-limited (NPUPOOL_REPORT_OOM_MAX per process, at
  * least 1 s apart; the next one counts the suppressed).  Written on the calling thread. */
@@ -116,11 +124,11 @@ int report_expand_path(const char *pattern, uint64_t seq, char *out, size_t len)
 
 /* Statistics (tests, and the "report" section of the next report). */
 typedef struct report_stats {
-    uint64_t written;          /* reports written */
-    uint64_t failed;           /* reports that could not be written */
-    uint64_t oom_suppressed;   /* oom reports skipped by the rate limit */
-    uint64_t signals;          /* signal wake-ups seen by the reporter thread */
-    char last_path[4096];      /* path of the last report written ("" if none) */
+    uint64_t written;        /* reports written */
+    uint64_t failed;         /* reports that could not be written */
+    uint64_t oom_suppressed; /* oom reports skipped by the rate limit */
+    uint64_t signals;        /* signal wake-ups seen by the reporter thread */
+    char last_path[4096];    /* path of the last report written ("" if none) */
 } report_stats_t;
 void report_get_stats(report_stats_t *out);
 

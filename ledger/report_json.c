@@ -26,10 +26,11 @@
 #include "symbolize.h"
 
 /* The shim's per-device counters, in report order. */
-#define REPORT_COUNTERS(X)                                                                   \
-    X(allocs) X(frees) X(fallback_allocs) X(fallback_frees) X(fallback_bytes)               \
-    X(passthrough_allocs) X(ooms) X(invalid_frees) X(forwarded_frees) X(real_allocs)        \
-    X(real_frees) X(pool_reservations) X(reservation_failures)
+#define REPORT_COUNTERS(X)                                                                        \
+    X(allocs)                                                                                     \
+    X(frees) X(fallback_allocs) X(fallback_frees) X(fallback_bytes) X(passthrough_allocs) X(ooms) \
+        X(invalid_frees) X(forwarded_frees) X(real_allocs) X(real_frees) X(pool_reservations)     \
+            X(reservation_failures)
 
 static const char *trigger_names[REPORT_TRIGGER_COUNT] = {
     "exit", "finalize", "signal", "interval", "oom", "reset", "threshold",
@@ -115,7 +116,8 @@ static cJSON *build_process(jb_t *b, const report_input_t *in)
         char buf[8192];
         size_t len = fread(buf, 1, sizeof buf - 1, f);
         buf[len] = 0;
-        for (size_t i = 0; i < len; i += strlen(buf + i) + 1) push(b, argv, cJSON_CreateString(buf + i));
+        for (size_t i = 0; i < len; i += strlen(buf + i) + 1)
+            push(b, argv, cJSON_CreateString(buf + i));
     }
     if (f) fclose(f);
     char host[256] = "";
@@ -185,20 +187,20 @@ typedef struct free_ent {
 } free_ent_t;
 
 typedef struct walk_acc {
-    size_t allocated;        /* sum of granted bytes of live blocks */
-    size_t free_bytes;       /* sum of free block sizes */
-    size_t largest;          /* largest free block */
-    uint64_t free_blocks;    /* free blocks */
-    uint64_t live_blocks;    /* live blocks */
+    size_t allocated;     /* sum of granted bytes of live blocks */
+    size_t free_bytes;    /* sum of free block sizes */
+    size_t largest;       /* largest free block */
+    uint64_t free_blocks; /* free blocks */
+    uint64_t live_blocks; /* live blocks */
     pool_bucket_stats_t buckets[POOL_NBUCKETS];
-    free_ent_t *heap;        /* min-heap by size of the largest free blocks seen */
-    size_t nheap, capheap;   /* used / capacity (= the free-map cap) */
-    uint64_t omitted;        /* free blocks left out of the heap */
-    size_t omitted_bytes;    /* their bytes */
-    free_ent_t *lheap;       /* the same for live blocks (the live map) */
+    free_ent_t *heap;      /* min-heap by size of the largest free blocks seen */
+    size_t nheap, capheap; /* used / capacity (= the free-map cap) */
+    uint64_t omitted;      /* free blocks left out of the heap */
+    size_t omitted_bytes;  /* their bytes */
+    free_ent_t *lheap;     /* the same for live blocks (the live map) */
     size_t nlheap, caplheap;
-    uint64_t lomitted;       /* live blocks left out */
-    size_t lomitted_bytes;   /* their bytes */
+    uint64_t lomitted;     /* live blocks left out */
+    size_t lomitted_bytes; /* their bytes */
 } walk_acc_t;
 
 static int ent_less(const free_ent_t *a, const free_ent_t *b)
@@ -221,8 +223,8 @@ static void heap_sift_down(free_ent_t *h, size_t n, size_t i)
 }
 
 /* Keep the `cap` largest entries in a min-heap; count what falls out. */
-static void heap_push(free_ent_t *heap, size_t *n, size_t cap, uint64_t *omitted, size_t *omitted_bytes,
-                      uintptr_t addr, size_t size)
+static void heap_push(free_ent_t *heap, size_t *n, size_t cap, uint64_t *omitted,
+                      size_t *omitted_bytes, uintptr_t addr, size_t size)
 {
     free_ent_t e = {addr, size};
     if (*n < cap) {
@@ -321,14 +323,17 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
         num(b, p, "allocated_bytes", (double)a.allocated);
         num(b, p, "requested_bytes", (double)after.requested_bytes);
         num(b, p, "peak_allocated_bytes",
-            (double)(after.peak_allocated_bytes > a.allocated ? after.peak_allocated_bytes : a.allocated));
+            (double)(after.peak_allocated_bytes > a.allocated ? after.peak_allocated_bytes
+                                                              : a.allocated));
         num(b, p, "free_bytes", (double)a.free_bytes);
         num(b, p, "largest_free_bytes", (double)a.largest);
-        num(b, p, "fragmentation", a.free_bytes ? 1.0 - (double)a.largest / (double)a.free_bytes : 0.0);
+        num(b, p, "fragmentation",
+            a.free_bytes ? 1.0 - (double)a.largest / (double)a.free_bytes : 0.0);
         num(b, p, "free_blocks", (double)a.free_blocks);
         num(b, p, "live_blocks", (double)a.live_blocks);
         num(b, p, "overhead_bytes", (double)overhead);
-        num(b, p, "usage_ratio", after.reserved_bytes ? (double)a.allocated / (double)after.reserved_bytes : 0.0);
+        num(b, p, "usage_ratio",
+            after.reserved_bytes ? (double)a.allocated / (double)after.reserved_bytes : 0.0);
         num(b, p, "pool_allocs", (double)after.allocs);
         num(b, p, "pool_frees", (double)after.frees);
         num(b, p, "failed_allocs", (double)after.failed_allocs);
@@ -393,10 +398,10 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
 
 typedef struct dev_ctx {
     jb_t *b;
-    cJSON *arr;                  /* "devices" */
+    cJSON *arr; /* "devices" */
     const report_input_t *in;
-    const site_key_t *keys;      /* sites sorted by (device, stack) with their "leaks" index */
-    uint64_t seen[4];            /* bitmap of devices 0..255 already listed */
+    const site_key_t *keys; /* sites sorted by (device, stack) with their "leaks" index */
+    uint64_t seen[4];       /* bitmap of devices 0..255 already listed */
 } dev_ctx_t;
 
 static void live_figures(jb_t *b, cJSON *dev, const report_input_t *in, int device)
@@ -462,7 +467,8 @@ static cJSON *build_devices(jb_t *b, const report_input_t *in)
     /* Devices with live records the source did not list (no pool, e.g. after a reset). */
     for (size_t i = 0; i < in->nsites; i++) {
         int d = in->sites[i].device;
-        if (d >= 0 && d < 256 && !(c.seen[d / 64] & (1ull << (d % 64)))) device_cb(&c, d, NULL, NULL);
+        if (d >= 0 && d < 256 && !(c.seen[d / 64] & (1ull << (d % 64))))
+            device_cb(&c, d, NULL, NULL);
     }
     free(keys);
     return arr;
@@ -472,10 +478,10 @@ static cJSON *build_devices(jb_t *b, const report_input_t *in)
 
 /* A growable text buffer for the frames arrays. */
 typedef struct tbuf {
-    char *p;       /* text, NUL-terminated */
-    size_t n;      /* length */
-    size_t cap;    /* allocated */
-    int oom;       /* 1 once an allocation failed */
+    char *p;    /* text, NUL-terminated */
+    size_t n;   /* length */
+    size_t cap; /* allocated */
+    int oom;    /* 1 once an allocation failed */
 } tbuf_t;
 
 static void tb_put(tbuf_t *t, const char *s, size_t len)
@@ -579,7 +585,8 @@ static int base_cmp(const void *k, const void *e)
     return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
 }
 
-static const report_baseline_entry_t *baseline_find(const report_input_t *in, int device, uint32_t stack)
+static const report_baseline_entry_t *baseline_find(const report_input_t *in, int device,
+                                                    uint32_t stack)
 {
     report_baseline_entry_t key = {device, stack, 0, 0};
     return in->nbase ? bsearch(&key, in->base, in->nbase, sizeof key, base_cmp) : NULL;
@@ -600,7 +607,9 @@ static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, 
         num(b, o, "count", (double)s->count);
         num(b, o, "bytes", (double)s->requested_bytes);
         num(b, o, "granted_bytes", (double)s->granted_bytes);
-        double age = in->now_mono_ns > s->oldest_time_ns ? (double)(in->now_mono_ns - s->oldest_time_ns) * 1e-9 : 0.0;
+        double age = in->now_mono_ns > s->oldest_time_ns
+                         ? (double)(in->now_mono_ns - s->oldest_time_ns) * 1e-9
+                         : 0.0;
         num(b, o, "oldest_age_s", age);
         num(b, o, "stack_id", s->stack_id);
         ref(b, o, "entry_point", ledger_entry_name((enum ledger_entry)s->entry));
@@ -638,7 +647,8 @@ static cJSON *build_oom(jb_t *b, const report_input_t *in, symbolizer_t *sym, tb
     ledger_human_bytes((double)o->largest_free_bytes, f2, sizeof f2);
     ledger_human_bytes((double)o->requested_bytes, f3, sizeof f3);
     if (o->free_bytes >= need && o->largest_free_bytes < need)
-        snprintf(reason, sizeof reason, "fragmentation: %s free, largest block %s, %s requested", f1, f2, f3);
+        snprintf(reason, sizeof reason, "fragmentation: %s free, largest block %s, %s requested",
+                 f1, f2, f3);
     else
         snprintf(reason, sizeof reason, "exhausted: %s free, %s requested", f1, f3);
     str(b, j, "reason", reason);

@@ -46,17 +46,17 @@
 #include <libunwind.h> /* types only: the functions are looked up in the dlopen()ed library */
 #endif
 
-#define DIR_CHUNK 1024u            /* stack pointers per directory chunk */
-#define DIR_CHUNKS 16384u          /* directory chunks: at most 16M distinct stacks */
-#define ARENA_CHUNK (64u << 10)    /* bytes per arena chunk */
-#define ITAB_MIN 1024u             /* initial hash table slots */
-#define SELF_SLACK 6               /* extra frames captured to cover npupool's own */
+#define DIR_CHUNK 1024u         /* stack pointers per directory chunk */
+#define DIR_CHUNKS 16384u       /* directory chunks: at most 16M distinct stacks */
+#define ARENA_CHUNK (64u << 10) /* bytes per arena chunk */
+#define ITAB_MIN 1024u          /* initial hash table slots */
+#define SELF_SLACK 6            /* extra frames captured to cover npupool's own */
 
 typedef struct stack_rec {
-    uint64_t hash;       /* hash of depth and frames */
-    uint32_t depth;      /* number of frames */
-    uint32_t id;         /* this stack's id */
-    uintptr_t frames[];  /* return addresses, innermost first */
+    uint64_t hash;      /* hash of depth and frames */
+    uint32_t depth;     /* number of frames */
+    uint32_t id;        /* this stack's id */
+    uintptr_t frames[]; /* return addresses, innermost first */
 } stack_rec_t;
 
 typedef struct itab {
@@ -68,21 +68,21 @@ typedef struct itab {
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
 
 static struct {
-    pthread_mutex_t lock;                 /* see the header comment */
-    _Atomic(itab_t *) table;              /* current hash table */
-    uint32_t count;                       /* stacks interned (ids 1..count) */
+    pthread_mutex_t lock;                    /* see the header comment */
+    _Atomic(itab_t *) table;                 /* current hash table */
+    uint32_t count;                          /* stacks interned (ids 1..count) */
     _Atomic(stack_rec_t *) *dir[DIR_CHUNKS]; /* id -> stack, chunks published atomically */
-    char *arena;                          /* current arena chunk */
-    size_t arena_used;                    /* bytes used in it */
-    size_t bytes;                         /* all stack-table host memory, bytes */
-    _Atomic uint64_t dropped;             /* stacks not interned (no memory / no ids) */
+    char *arena;                             /* current arena chunk */
+    size_t arena_used;                       /* bytes used in it */
+    size_t bytes;                            /* all stack-table host memory, bytes */
+    _Atomic uint64_t dropped;                /* stacks not interned (no memory / no ids) */
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 #ifdef LEDGER_STEP_UNWIND
 static struct {
-    int (*getcontext)(unw_context_t *);                      /* unw_getcontext */
-    int (*init_local)(unw_cursor_t *, unw_context_t *);      /* unw_init_local */
-    int (*step)(unw_cursor_t *);                             /* unw_step */
+    int (*getcontext)(unw_context_t *);                         /* unw_getcontext */
+    int (*init_local)(unw_cursor_t *, unw_context_t *);         /* unw_init_local */
+    int (*step)(unw_cursor_t *);                                /* unw_step */
     int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *); /* unw_get_reg */
 } unw_steps;
 
@@ -113,13 +113,13 @@ static struct {
     _Atomic long n; /* captures in flight on this stripe */
     char pad[64 - sizeof(long)];
 } in_flight[GATE_STRIPES];
-static _Atomic int fork_gate;                                   /* 1 while a fork is being prepared */
-static _Atomic unsigned next_stripe;                            /* stripe assignment */
+static _Atomic int fork_gate;        /* 1 while a fork is being prepared */
+static _Atomic unsigned next_stripe; /* stripe assignment */
 static __thread int t_stripe __attribute__((tls_model("initial-exec"))) = -1; /* this thread's */
 
-static _Atomic int g_depth;                 /* frames kept, 0 = off */
-static _Atomic(unw_backtrace_fn) g_unwind;  /* libunwind's unw_backtrace, NULL until loaded */
-static uintptr_t self_lo, self_hi;          /* npupool's own mapped range, 0/0 when not a DSO */
+static _Atomic int g_depth;                /* frames kept, 0 = off */
+static _Atomic(unw_backtrace_fn) g_unwind; /* libunwind's unw_backtrace, NULL until loaded */
+static uintptr_t self_lo, self_hi;         /* npupool's own mapped range, 0/0 when not a DSO */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* ---- hashing ------------------------------------------------------------------------------- */
@@ -241,7 +241,8 @@ uint32_t ledger_intern_stack(const uintptr_t *frames, int depth)
     if (depth <= 0) return 0;
     if (depth > LEDGER_MAX_DEPTH) depth = LEDGER_MAX_DEPTH;
     uint64_t h = stack_hash(frames, depth);
-    uint32_t id = itab_find(atomic_load_explicit(&st.table, memory_order_acquire), h, frames, depth);
+    uint32_t id =
+        itab_find(atomic_load_explicit(&st.table, memory_order_acquire), h, frames, depth);
     if (id) return id;
 
     pthread_mutex_lock(&st.lock);
@@ -306,7 +307,8 @@ LEDGER_HIDDEN int ledger_stack_check(char *why, size_t why_len)
         if (!r || r->id != id || r->depth == 0 || r->depth > LEDGER_MAX_DEPTH ||
             r->hash != stack_hash(r->frames, (int)r->depth) ||
             itab_find(t, r->hash, r->frames, (int)r->depth) != id) {
-            if (!bad && why) snprintf(why, why_len, "stack %u is malformed or not found by hash", id);
+            if (!bad && why)
+                snprintf(why, why_len, "stack %u is malformed or not found by hash", id);
             bad++;
         }
     }
@@ -319,7 +321,7 @@ LEDGER_HIDDEN int ledger_stack_check(char *why, size_t why_len)
 LEDGER_HIDDEN void *ledger_dlsym(void *handle, const char *name)
 {
     /* The shim's own accessor for glibc's dlsym (shim/real.c), when linked in. */
-    extern void *(*real_dlsym(void))(void *, const char *) __attribute__((weak));
+    extern void *(*real_dlsym(void))(void *, const char *)__attribute__((weak));
     if (real_dlsym) {
         void *(*fn)(void *, const char *) = real_dlsym();
         if (fn) return fn(handle, name);
@@ -360,10 +362,14 @@ static void stack_init_once(void)
     unw_backtrace_fn fn = (unw_backtrace_fn)ledger_dlsym(h, "unw_backtrace");
 #ifdef LEDGER_STEP_UNWIND
     unw_steps.getcontext = (int (*)(unw_context_t *))ledger_dlsym(h, "_Ux86_64_getcontext");
-    unw_steps.init_local = (int (*)(unw_cursor_t *, unw_context_t *))ledger_dlsym(h, "_ULx86_64_init_local");
+    unw_steps.init_local =
+        (int (*)(unw_cursor_t *, unw_context_t *))ledger_dlsym(h, "_ULx86_64_init_local");
     unw_steps.step = (int (*)(unw_cursor_t *))ledger_dlsym(h, "_ULx86_64_step");
-    unw_steps.get_reg = (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))ledger_dlsym(h, "_ULx86_64_get_reg");
-    fn = unw_steps.getcontext && unw_steps.init_local && unw_steps.step && unw_steps.get_reg ? step_backtrace : NULL;
+    unw_steps.get_reg =
+        (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))ledger_dlsym(h, "_ULx86_64_get_reg");
+    fn = unw_steps.getcontext && unw_steps.init_local && unw_steps.step && unw_steps.get_reg
+             ? step_backtrace
+             : NULL;
 #endif
     if (!fn) {
         log_warn("backtraces are off: libunwind.so.8 has no unw_backtrace");
@@ -395,9 +401,12 @@ __attribute__((noinline)) uint32_t ledger_capture_stack(int skip)
     unw_backtrace_fn unwind = atomic_load_explicit(&g_unwind, memory_order_acquire);
     if (depth <= 0 || !unwind) return 0;
     if (skip < 0) skip = 0;
-    if (t_stripe < 0) t_stripe = (int)(atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % GATE_STRIPES);
+    if (t_stripe < 0)
+        t_stripe =
+            (int)(atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % GATE_STRIPES);
     _Atomic long *mine = &in_flight[t_stripe].n;
-    atomic_fetch_add(mine, 1); /* seq_cst: ordered before reading the gate (see ledger_atfork_prepare_capture) */
+    atomic_fetch_add(
+        mine, 1); /* seq_cst: ordered before reading the gate (see ledger_atfork_prepare_capture) */
     if (atomic_load(&fork_gate)) {
         atomic_fetch_sub(mine, 1);
         return 0;
@@ -438,7 +447,8 @@ LEDGER_HIDDEN void ledger_stack_atfork_child(void)
      * stack id 0; the child's reports show backtrace depth 0. */
     atomic_store(&g_depth, 0);
     pthread_mutex_init(&st.lock, NULL);
-    for (int i = 0; i < GATE_STRIPES; i++) atomic_store(&in_flight[i].n, 0); /* other threads are gone */
+    for (int i = 0; i < GATE_STRIPES; i++)
+        atomic_store(&in_flight[i].n, 0); /* other threads are gone */
     t_stripe = -1;
     atomic_store(&fork_gate, 0);
 }

@@ -21,11 +21,12 @@
 
 /* ---- libdw, loaded on demand ------------------------------------------------------------------ */
 
-#define DW_FUNCS(X)                                                                              \
-    X(dwfl_begin) X(dwfl_end) X(dwfl_report_begin_add) X(dwfl_report_elf) X(dwfl_report_end)      \
-    X(dwfl_addrmodule) X(dwfl_module_addrinfo) X(dwfl_module_getsrc) X(dwfl_lineinfo) X(dwfl_line_comp_dir)             \
-    X(dwfl_build_id_find_elf) X(dwfl_standard_find_debuginfo) X(dwfl_offline_section_address)        \
-    X(dwfl_module_build_id)
+#define DW_FUNCS(X)                                                                               \
+    X(dwfl_begin)                                                                                 \
+    X(dwfl_end) X(dwfl_report_begin_add) X(dwfl_report_elf) X(dwfl_report_end) X(dwfl_addrmodule) \
+        X(dwfl_module_addrinfo) X(dwfl_module_getsrc) X(dwfl_lineinfo) X(dwfl_line_comp_dir)      \
+            X(dwfl_build_id_find_elf) X(dwfl_standard_find_debuginfo)                             \
+                X(dwfl_offline_section_address) X(dwfl_module_build_id)
 
 static struct {
 #define DW_FIELD(name) __typeof__(&name) name;
@@ -44,8 +45,8 @@ static void dw_load(void)
     void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) return;
     int ok = 1;
-#define DW_LOAD(name)                                                \
-    dw.name = (__typeof__(&name))ledger_dlsym(h, #name);             \
+#define DW_LOAD(name)                                    \
+    dw.name = (__typeof__(&name))ledger_dlsym(h, #name); \
     if (!dw.name) ok = 0;
     DW_FUNCS(DW_LOAD)
 #undef DW_LOAD
@@ -61,11 +62,11 @@ int sym_have_libdw(void)
 /* ---- the per-report symbolizer ---------------------------------------------------------------- */
 
 typedef struct module {
-    uintptr_t lo, hi;        /* mapped range of its PT_LOAD segments */
-    uintptr_t bias;          /* load bias (dlpi_addr) */
-    const char *path;        /* file path (arena) */
-    const char *build_id;    /* hex (arena) or NULL */
-    int reported;            /* 0 = not yet given to dwfl, 1 = given, -1 = dwfl refused it */
+    uintptr_t lo, hi;     /* mapped range of its PT_LOAD segments */
+    uintptr_t bias;       /* load bias (dlpi_addr) */
+    const char *path;     /* file path (arena) */
+    const char *build_id; /* hex (arena) or NULL */
+    int reported;         /* 0 = not yet given to dwfl, 1 = given, -1 = dwfl refused it */
 } module_t;
 
 typedef struct arena_chunk {
@@ -75,17 +76,17 @@ typedef struct arena_chunk {
 } arena_chunk_t;
 
 struct symbolizer {
-    int names;               /* 1 = look up function/file/line */
-    module_t *mods;          /* module snapshot */
-    size_t nmods, capmods;   /* used / allocated */
-    Dwfl *dwfl;              /* libdwfl session, NULL without libdw */
-    sym_frame_t *frames;     /* answers, in lookup order */
+    int names;             /* 1 = look up function/file/line */
+    module_t *mods;        /* module snapshot */
+    size_t nmods, capmods; /* used / allocated */
+    Dwfl *dwfl;            /* libdwfl session, NULL without libdw */
+    sym_frame_t *frames;   /* answers, in lookup order */
     size_t nframes, capframes;
-    uint32_t *slot;          /* pc hash -> frame index + 1 */
-    uint32_t mask;           /* slots - 1 */
-    arena_chunk_t *arena;    /* string storage */
+    uint32_t *slot;            /* pc hash -> frame index + 1 */
+    uint32_t mask;             /* slots - 1 */
+    arena_chunk_t *arena;      /* string storage */
     Dwfl_Callbacks *callbacks; /* given to dwfl_begin, freed after dwfl_end */
-    char exe[4096];          /* /proc/self/exe target */
+    char exe[4096];            /* /proc/self/exe target */
 };
 
 static const char *arena_str(symbolizer_t *s, const char *str, size_t len)
@@ -123,7 +124,8 @@ static const char *build_id_hex(symbolizer_t *s, const struct dl_phdr_info *info
             if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
                 n->n_descsz > 0 && n->n_descsz <= 64) {
                 char hex[129];
-                for (unsigned k = 0; k < n->n_descsz; k++) snprintf(hex + 2 * k, 3, "%02x", desc[k]);
+                for (unsigned k = 0; k < n->n_descsz; k++)
+                    snprintf(hex + 2 * k, 3, "%02x", desc[k]);
                 return arena_str(s, hex, 2 * n->n_descsz);
             }
             p = next;
@@ -176,14 +178,14 @@ static const module_t *module_of(symbolizer_t *s, uintptr_t addr)
  * DEBUGINFOD_URLS is set (Debian sets it in login shells): a report must never wait on the network
  * or download debug files, so then only the local build-id tree is searched.  The module's own
  * DWARF is used when this finds nothing. */
-static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
-                                const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
-                                char **debuginfo_file_name)
+static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *modname,
+                                GElf_Addr base, const char *file_name, const char *debuglink_file,
+                                GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
     const char *urls = getenv("DEBUGINFOD_URLS");
     if (!urls || !*urls)
-        return dw.dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
-                                               debuglink_crc, debuginfo_file_name);
+        return dw.dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+                                               debuglink_file, debuglink_crc, debuginfo_file_name);
     const unsigned char *bits = NULL;
     GElf_Addr vaddr;
     int len = dw.dwfl_module_build_id(mod, &bits, &vaddr);
@@ -217,8 +219,10 @@ symbolizer_t *sym_open(int names)
             cb->section_address = dw.dwfl_offline_section_address;
             cb->debuginfo_path = &debuginfo_path;
             s->dwfl = dw.dwfl_begin(cb);
-            if (!s->dwfl) free(cb);
-            else s->callbacks = cb;
+            if (!s->dwfl)
+                free(cb);
+            else
+                s->callbacks = cb;
         }
     }
     return s;
@@ -286,7 +290,8 @@ static void lookup_dwfl(symbolizer_t *s, module_t *m, uintptr_t addr, sym_frame_
 static void lookup_dladdr(symbolizer_t *s, uintptr_t addr, sym_frame_t *f)
 {
     Dl_info info;
-    if (dladdr((void *)addr, &info) && info.dli_sname) f->function = function_name(s, info.dli_sname);
+    if (dladdr((void *)addr, &info) && info.dli_sname)
+        f->function = function_name(s, info.dli_sname);
 }
 
 static void lookup(symbolizer_t *s, uintptr_t pc, sym_frame_t *f)

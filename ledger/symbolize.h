@@ -27,13 +27,13 @@
 #include <stdint.h>
 
 typedef struct sym_frame {
-    uintptr_t pc;          /* return address as captured */
-    const char *function;  /* demangled function name, NULL when unknown */
-    const char *module;    /* path of the module, NULL when no loaded module contains pc */
-    uintptr_t offset;      /* module-relative call site: pc - 1 - load bias (pc - 1 w/o module) */
-    const char *file;      /* source file, NULL when the module has no line information */
-    int line;              /* source line, 0 when unknown */
-    const char *build_id;  /* GNU build id as lowercase hex, NULL when the module has none */
+    uintptr_t pc;         /* return address as captured */
+    const char *function; /* demangled function name, NULL when unknown */
+    const char *module;   /* path of the module, NULL when no loaded module contains pc */
+    uintptr_t offset;     /* module-relative call site: pc - 1 - load bias (pc - 1 w/o module) */
+    const char *file;     /* source file, NULL when the module has no line information */
+    int line;             /* source line, 0 when unknown */
+    const char *build_id; /* GNU build id as lowercase hex, NULL when the module has none */
 } sym_frame_t;
 
 typedef struct symbolizer symbolizer_t;

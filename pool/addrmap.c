@@ -42,10 +42,7 @@ static inline size_t slot_home(uintptr_t key, unsigned shift)
     return (size_t)(((uint64_t)key * FIB_MUL) >> shift);
 }
 
-static unsigned log2_of(size_t pow2)
-{
-    return (unsigned)__builtin_ctzll((unsigned long long)pow2);
-}
+static unsigned log2_of(size_t pow2) { return (unsigned)__builtin_ctzll((unsigned long long)pow2); }
 
 /* Index of the slot holding `key` in the table, or -1. */
 static ptrdiff_t table_find(const addrmap_slot_t *t, size_t mask, unsigned shift, uintptr_t key)
@@ -54,10 +51,8 @@ static ptrdiff_t table_find(const addrmap_slot_t *t, size_t mask, unsigned shift
     size_t i = slot_home(key, shift);
     for (;;) {
         uintptr_t k = t[i].key;
-        if (k == want)
-            return (ptrdiff_t)i;
-        if (k == SLOT_EMPTY)
-            return -1;
+        if (k == want) return (ptrdiff_t)i;
+        if (k == SLOT_EMPTY) return -1;
         i = (i + 1) & mask;
     }
 }
@@ -67,8 +62,7 @@ static void table_insert(addrmap_slot_t *t, size_t mask, unsigned shift, uintptr
                          uint64_t val)
 {
     size_t i = slot_home(key, shift);
-    while (t[i].key != SLOT_EMPTY)
-        i = (i + 1) & mask;
+    while (t[i].key != SLOT_EMPTY) i = (i + 1) & mask;
     t[i].key = key_encode(key);
     t[i].val = val;
 }
@@ -80,8 +74,7 @@ static void table_remove_at(addrmap_slot_t *t, size_t mask, unsigned shift, size
     for (;;) {
         j = (j + 1) & mask;
         uintptr_t k = t[j].key;
-        if (k == SLOT_EMPTY)
-            break;
+        if (k == SLOT_EMPTY) break;
         size_t home = slot_home(key_decode(k), shift);
         /* Entry j may move to the hole i when i lies cyclically in [home, j). */
         if (((j - home) & mask) >= ((j - i) & mask)) {
@@ -116,25 +109,21 @@ static void migrate_step_slow(addrmap_t *m, size_t budget)
             m->new_count++;
         }
     }
-    if (m->old_count == 0 || m->mig_pos >= old_slots)
-        old_release(m);
+    if (m->old_count == 0 || m->mig_pos >= old_slots) old_release(m);
 }
 
 static inline void migrate_step(addrmap_t *m, size_t budget)
 {
-    if (__builtin_expect(m->old != NULL, 0))
-        migrate_step_slow(m, budget);
+    if (__builtin_expect(m->old != NULL, 0)) migrate_step_slow(m, budget);
 }
 
 int addrmap_init(addrmap_t *m, size_t expected)
 {
     size_t slots = ADDRMAP_MIN_SLOTS;
-    while (slots / ADDRMAP_LOAD_DIV < expected && slots < ((size_t)1 << 60))
-        slots <<= 1;
+    while (slots / ADDRMAP_LOAD_DIV < expected && slots < ((size_t)1 << 60)) slots <<= 1;
     *m = (addrmap_t){0};
     m->slots = calloc(slots, sizeof *m->slots);
-    if (!m->slots)
-        return -1;
+    if (!m->slots) return -1;
     m->mask = slots - 1;
     m->shift = 64u - log2_of(slots);
     return 0;
@@ -150,17 +139,13 @@ void addrmap_destroy(addrmap_t *m)
 int addrmap_grow(addrmap_t *m, size_t extra)
 {
     size_t slots = m->mask + 1;
-    if (m->count + extra <= slots / ADDRMAP_LOAD_DIV)
-        return 0;
+    if (m->count + extra <= slots / ADDRMAP_LOAD_DIV) return 0;
     /* A grow is due.  Finish any migration still running (rare: see the header). */
-    if (m->old)
-        migrate_step(m, (size_t)-1);
+    if (m->old) migrate_step(m, (size_t)-1);
     size_t want = slots * 2;
-    while (want / ADDRMAP_LOAD_DIV < m->count + extra)
-        want <<= 1;
+    while (want / ADDRMAP_LOAD_DIV < m->count + extra) want <<= 1;
     addrmap_slot_t *t = calloc(want, sizeof *t);
-    if (!t)
-        return -1;
+    if (!t) return -1;
     m->old = m->slots;
     m->old_mask = m->mask;
     m->old_shift = m->shift;
@@ -170,26 +155,22 @@ int addrmap_grow(addrmap_t *m, size_t extra)
     m->mask = want - 1;
     m->shift = 64u - log2_of(want);
     m->new_count = 0;
-    if (m->old_count == 0)
-        old_release(m);
+    if (m->old_count == 0) old_release(m);
     return 0;
 }
 
 int addrmap_get(const addrmap_t *m, uintptr_t key, uint64_t *val)
 {
-    if (key_is_reserved(key))
-        return 0;
+    if (key_is_reserved(key)) return 0;
     ptrdiff_t i = table_find(m->slots, m->mask, m->shift, key);
     if (i >= 0) {
-        if (val)
-            *val = m->slots[i].val;
+        if (val) *val = m->slots[i].val;
         return 1;
     }
     if (m->old) {
         i = table_find(m->old, m->old_mask, m->old_shift, key);
         if (i >= 0) {
-            if (val)
-                *val = m->old[i].val;
+            if (val) *val = m->old[i].val;
             return 1;
         }
     }
@@ -198,8 +179,7 @@ int addrmap_get(const addrmap_t *m, uintptr_t key, uint64_t *val)
 
 int addrmap_put(addrmap_t *m, uintptr_t key, uint64_t val)
 {
-    if (key_is_reserved(key))
-        return -1;
+    if (key_is_reserved(key)) return -1;
     ptrdiff_t i = table_find(m->slots, m->mask, m->shift, key);
     if (i >= 0) {
         m->slots[i].val = val;
@@ -217,8 +197,7 @@ int addrmap_put(addrmap_t *m, uintptr_t key, uint64_t val)
 
 int addrmap_put_new(addrmap_t *m, uintptr_t key, uint64_t val)
 {
-    if (key_is_reserved(key) || addrmap_reserve(m, 1) != 0)
-        return -1;
+    if (key_is_reserved(key) || addrmap_reserve(m, 1) != 0) return -1;
     migrate_step(m, ADDRMAP_MIG_STEP);
     table_insert(m->slots, m->mask, m->shift, key, val);
     m->new_count++;
@@ -228,29 +207,25 @@ int addrmap_put_new(addrmap_t *m, uintptr_t key, uint64_t val)
 
 int addrmap_del(addrmap_t *m, uintptr_t key, uint64_t *val)
 {
-    if (key_is_reserved(key))
-        return 0;
+    if (key_is_reserved(key)) return 0;
     int found = 0;
     ptrdiff_t i = table_find(m->slots, m->mask, m->shift, key);
     if (i >= 0) {
-        if (val)
-            *val = m->slots[i].val;
+        if (val) *val = m->slots[i].val;
         table_remove_at(m->slots, m->mask, m->shift, (size_t)i);
         m->new_count--;
         found = 1;
     } else if (m->old) {
         i = table_find(m->old, m->old_mask, m->old_shift, key);
         if (i >= 0) {
-            if (val)
-                *val = m->old[i].val;
+            if (val) *val = m->old[i].val;
             m->old[i].key = SLOT_TOMB;
             m->old[i].val = 0;
             m->old_count--;
             found = 1;
         }
     }
-    if (found)
-        m->count--;
+    if (found) m->count--;
     migrate_step(m, ADDRMAP_MIG_STEP);
     return found;
 }
@@ -260,16 +235,14 @@ int addrmap_foreach(const addrmap_t *m, addrmap_fn cb, void *ctx)
     for (size_t i = 0; i <= m->mask; i++) {
         if (m->slots[i].key > SLOT_TOMB) {
             int r = cb(ctx, key_decode(m->slots[i].key), m->slots[i].val);
-            if (r)
-                return r;
+            if (r) return r;
         }
     }
     if (m->old) {
         for (size_t i = 0; i <= m->old_mask; i++) {
             if (m->old[i].key > SLOT_TOMB) {
                 int r = cb(ctx, key_decode(m->old[i].key), m->old[i].val);
-                if (r)
-                    return r;
+                if (r) return r;
             }
         }
     }
@@ -295,8 +268,7 @@ static int table_check(const addrmap_slot_t *t, size_t mask, unsigned shift, int
         if (table_find(t, mask, shift, key_decode(k)) != (ptrdiff_t)i)
             bad++; /* unreachable from its home slot, or stored twice */
     }
-    if (empties == 0)
-        bad++; /* a full table would make probes endless */
+    if (empties == 0) bad++; /* a full table would make probes endless */
     *occupied = n;
     return bad;
 }
@@ -305,15 +277,12 @@ int addrmap_check(const addrmap_t *m)
 {
     int bad = 0;
     size_t n_new = 0, n_old = 0;
-    if (!m->slots)
-        return 1;
+    if (!m->slots) return 1;
     bad += table_check(m->slots, m->mask, m->shift, 0, &n_new);
-    if (n_new != m->new_count)
-        bad++;
+    if (n_new != m->new_count) bad++;
     if (m->old) {
         bad += table_check(m->old, m->old_mask, m->old_shift, 1, &n_old);
-        if (n_old != m->old_count)
-            bad++;
+        if (n_old != m->old_count) bad++;
         for (size_t i = 0; i <= m->old_mask; i++)
             if (m->old[i].key > SLOT_TOMB &&
                 table_find(m->slots, m->mask, m->shift, key_decode(m->old[i].key)) >= 0)
@@ -321,7 +290,6 @@ int addrmap_check(const addrmap_t *m)
     } else if (m->old_count != 0) {
         bad++;
     }
-    if (m->count != n_new + n_old)
-        bad++;
+    if (m->count != n_new + n_old) bad++;
     return bad;
 }

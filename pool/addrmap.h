@@ -23,21 +23,21 @@
 #define ADDRMAP_LOAD_DIV 4u /* at most 1/4 of the slots hold an entry */
 
 typedef struct addrmap_slot {
-    uintptr_t key;  /* stored key: ~user key; 0 = empty, 1 = tombstone (old table only) */
-    uint64_t val;   /* user value */
+    uintptr_t key; /* stored key: ~user key; 0 = empty, 1 = tombstone (old table only) */
+    uint64_t val;  /* user value */
 } addrmap_slot_t;
 
 typedef struct addrmap {
-    addrmap_slot_t *slots;  /* current table, `mask + 1` slots (power of two) */
-    size_t mask;            /* slot count - 1 */
-    unsigned shift;         /* 64 - log2(slot count): the hash keeps the product's top bits */
-    size_t count;           /* live entries in both tables together */
-    size_t new_count;       /* live entries in `slots` */
-    addrmap_slot_t *old;    /* table being drained by incremental growth, or NULL */
-    size_t old_mask;        /* slot count - 1 of `old` */
-    unsigned old_shift;     /* `shift` of `old` */
-    size_t old_count;       /* live entries still in `old` */
-    size_t mig_pos;         /* next slot of `old` to migrate */
+    addrmap_slot_t *slots; /* current table, `mask + 1` slots (power of two) */
+    size_t mask;           /* slot count - 1 */
+    unsigned shift;        /* 64 - log2(slot count): the hash keeps the product's top bits */
+    size_t count;          /* live entries in both tables together */
+    size_t new_count;      /* live entries in `slots` */
+    addrmap_slot_t *old;   /* table being drained by incremental growth, or NULL */
+    size_t old_mask;       /* slot count - 1 of `old` */
+    unsigned old_shift;    /* `shift` of `old` */
+    size_t old_count;      /* live entries still in `old` */
+    size_t mig_pos;        /* next slot of `old` to migrate */
 } addrmap_t;
 
 /* Initialise for about `expected` entries without growth.  0 on success, -1 on host OOM. */

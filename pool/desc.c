@@ -13,8 +13,8 @@
 #include "pool_internal.h"
 
 struct pdesc_page {
-    pblock_t blocks[PL_DESC_BLOCKS];     /* descriptors, 64-byte aligned (first member) */
-    pdesc_page_t *next;                  /* next page of this storage */
+    pblock_t blocks[PL_DESC_BLOCKS]; /* descriptors, 64-byte aligned (first member) */
+    pdesc_page_t *next;              /* next page of this storage */
 };
 
 void pdesc_init(pdesc_t *s) { memset(s, 0, sizeof *s); }
@@ -34,8 +34,7 @@ int pdesc_grow(pdesc_t *s, size_t n)
 {
     while (s->free_count < n) {
         pdesc_page_t *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63);
-        if (!p)
-            return -1;
+        if (!p) return -1;
         p->next = s->pages;
         s->pages = p;
         for (size_t i = PL_DESC_BLOCKS; i-- > 0;) {

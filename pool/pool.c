@@ -48,16 +48,13 @@
 
 pool_t *pool_create(uintptr_t base, size_t size)
 {
-    if (size == 0 || base > UINTPTR_MAX - size)
-        return NULL;
+    if (size == 0 || base > UINTPTR_MAX - size) return NULL;
     uintptr_t ubase = (base + POOL_ALIGN - 1) & ~(uintptr_t)(POOL_ALIGN - 1);
     uintptr_t uend = (base + size) & ~(uintptr_t)(POOL_ALIGN - 1);
-    if (ubase < base || uend <= ubase)
-        return NULL; /* not even one aligned block fits */
+    if (ubase < base || uend <= ubase) return NULL; /* not even one aligned block fits */
     pl_classes_init();
     pool_t *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
+    if (!p) return NULL;
     p->base = base;
     p->size = size;
     p->ubase = ubase;
@@ -89,8 +86,7 @@ pool_t *pool_create(uintptr_t base, size_t size)
 
 void pool_destroy(pool_t *p)
 {
-    if (!p)
-        return;
+    if (!p) return;
     pl_slab_destroy(p);
     addrmap_destroy(&p->live);
     addrmap_destroy(&p->req_map);
@@ -133,11 +129,9 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
  * entered in the address map.  0 when nothing fits (or host OOM). */
 static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested, uintptr_t *out)
 {
-    if (pdesc_reserve(&p->desc, 3) != 0 || addrmap_reserve(&p->live, 1) != 0)
-        return 0;
+    if (pdesc_reserve(&p->desc, 3) != 0 || addrmap_reserve(&p->live, 1) != 0) return 0;
     pblock_t *b = pl_large_find(p, need);
-    if (!b)
-        return 0;
+    if (!b) return 0;
     pheap_remove(&p->large, b);
     b = pheap_split(&p->large, &p->desc, b, need, 0);
     b->state = PB_LIVE;
@@ -161,19 +155,16 @@ static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t
         *out = pl_slot_take(p, pl_uncache(p, cl), granted, requested);
         return 1;
     }
-    if (pdesc_reserve(&p->desc, 3) != 0)
-        return 0;
+    if (pdesc_reserve(&p->desc, 3) != 0) return 0;
     ppage_t *pg = pl_page_new(p, c);
     if (pg) {
         *out = pl_slot_take(p, pg, granted, requested);
         return 1;
     }
-    if (large_alloc(p, need, granted, requested, out))
-        return 1;
+    if (large_alloc(p, need, granted, requested, out)) return 1;
     for (unsigned k = c + 1; k < PL_NCLASSES; k++) {
         pclass_t *d = &p->cls[k];
-        if (!d->partial && d->cached)
-            pl_uncache(p, d);
+        if (!d->partial && d->cached) pl_uncache(p, d);
         if (d->partial) {
             *out = pl_slot_take(p, d->partial, granted, requested);
             return 1;
@@ -219,15 +210,14 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out)
 
 int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out)
 {
-    if (!p)
-        return POOL_ENOTOWNED;
+    if (!p) return POOL_ENOTOWNED;
     /* gran_dir and ngran never change after pool_create, and a leaf once made stays until
      * pool_destroy: start the granule entry's load while the lock is being taken. */
     size_t g = (addr - p->ubase) >> PL_PAGE_SHIFT;
     if (g < p->ngran) {
-        const pgran_t *leaf = __atomic_load_n(&p->gran_dir[g >> PL_GRAN_LEAF_SHIFT], __ATOMIC_RELAXED);
-        if (leaf)
-            __builtin_prefetch(&leaf[g & (PL_GRAN_LEAF - 1)]);
+        const pgran_t *leaf =
+            __atomic_load_n(&p->gran_dir[g >> PL_GRAN_LEAF_SHIFT], __ATOMIC_RELAXED);
+        if (leaf) __builtin_prefetch(&leaf[g & (PL_GRAN_LEAF - 1)]);
     }
     pthread_mutex_lock(&p->lock);
     int rc = POOL_OK;
@@ -247,10 +237,8 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
                 addrmap_del(&p->req_map, addr, &v);
                 r = (size_t)v;
             }
-            if (granted_out)
-                *granted_out = g;
-            if (requested_out)
-                *requested_out = r;
+            if (granted_out) *granted_out = g;
+            if (requested_out) *requested_out = r;
             count_live(p, g, r, -1);
             pl_slot_give(p, pg, (uint32_t)idx);
         }
@@ -258,14 +246,11 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
         rc = POOL_ENOTLIVE;
     } else {
         pblock_t *b = (pblock_t *)(uintptr_t)v;
-        if (granted_out)
-            *granted_out = b->granted;
-        if (requested_out)
-            *requested_out = b->requested;
+        if (granted_out) *granted_out = b->granted;
+        if (requested_out) *requested_out = b->requested;
         count_live(p, b->granted, b->requested, -1);
         pheap_insert(&p->large, pheap_coalesce(&p->large, &p->desc, b));
-        if (p->live_blocks == 0)
-            pl_release_cached(p);
+        if (p->live_blocks == 0) pl_release_cached(p);
     }
     if (rc == POOL_OK)
         p->frees++;
@@ -277,8 +262,7 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
 
 int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requested)
 {
-    if (!pool_contains(p, addr))
-        return POOL_ENOTOWNED;
+    if (!pool_contains(p, addr)) return POOL_ENOTOWNED;
     pthread_mutex_lock(&p->lock);
     int rc = POOL_ENOTLIVE;
     ppage_t *pg = pl_page_of(p, addr);
@@ -287,18 +271,14 @@ int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requeste
         long idx = pl_slot_live(pg, addr);
         if (idx >= 0) {
             pslot_t s = pl_slots(pg)[idx];
-            if (granted)
-                *granted = pl_slot_granted(s);
-            if (requested)
-                *requested = pl_slot_requested(p, s, addr);
+            if (granted) *granted = pl_slot_granted(s);
+            if (requested) *requested = pl_slot_requested(p, s, addr);
             rc = POOL_OK;
         }
     } else if (addrmap_get(&p->live, addr, &v)) {
         const pblock_t *b = (const pblock_t *)(uintptr_t)v;
-        if (granted)
-            *granted = b->granted;
-        if (requested)
-            *requested = b->requested;
+        if (granted) *granted = b->granted;
+        if (requested) *requested = b->requested;
         rc = POOL_OK;
     }
     pthread_mutex_unlock(&p->lock);

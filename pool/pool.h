@@ -50,28 +50,28 @@ extern const size_t pool_bucket_limit[POOL_NBUCKETS - 1];
 int pool_bucket_of(size_t size); /* 0..POOL_NBUCKETS-1 */
 
 typedef struct pool_bucket_stats {
-    uint64_t live_blocks;   /* live allocations whose granted size falls in this bucket */
-    uint64_t live_bytes;    /* sum of their granted bytes */
-    uint64_t free_blocks;   /* free blocks whose size falls in this bucket */
-    uint64_t free_bytes;    /* sum of those free block sizes */
+    uint64_t live_blocks; /* live allocations whose granted size falls in this bucket */
+    uint64_t live_bytes;  /* sum of their granted bytes */
+    uint64_t free_blocks; /* free blocks whose size falls in this bucket */
+    uint64_t free_bytes;  /* sum of those free block sizes */
 } pool_bucket_stats_t;
 
 typedef struct pool_stats {
-    uintptr_t base;                /* start of the managed range */
-    size_t reserved_bytes;         /* size of the managed range */
-    size_t allocated_bytes;        /* sum of granted bytes of live blocks */
-    size_t requested_bytes;        /* sum of requested bytes of live blocks */
-    size_t peak_allocated_bytes;   /* high-water mark of allocated_bytes */
-    size_t free_bytes;             /* sum of free block sizes (all of them, any bucket) */
-    size_t largest_free_bytes;     /* size of the largest free block */
-    size_t overhead_bytes;         /* reserved - allocated - free */
-    double fragmentation;          /* 1 - largest_free/free (0 when free == 0) */
-    uint64_t live_blocks;          /* number of live allocations */
-    uint64_t free_blocks;          /* number of free blocks */
-    uint64_t allocs;               /* successful pool_alloc calls */
-    uint64_t frees;                /* successful pool_free calls */
-    uint64_t failed_allocs;        /* pool_alloc calls answered POOL_ENOMEM */
-    uint64_t invalid_frees;        /* pool_free calls answered ENOTOWNED/ENOTLIVE */
+    uintptr_t base;              /* start of the managed range */
+    size_t reserved_bytes;       /* size of the managed range */
+    size_t allocated_bytes;      /* sum of granted bytes of live blocks */
+    size_t requested_bytes;      /* sum of requested bytes of live blocks */
+    size_t peak_allocated_bytes; /* high-water mark of allocated_bytes */
+    size_t free_bytes;           /* sum of free block sizes (all of them, any bucket) */
+    size_t largest_free_bytes;   /* size of the largest free block */
+    size_t overhead_bytes;       /* reserved - allocated - free */
+    double fragmentation;        /* 1 - largest_free/free (0 when free == 0) */
+    uint64_t live_blocks;        /* number of live allocations */
+    uint64_t free_blocks;        /* number of free blocks */
+    uint64_t allocs;             /* successful pool_alloc calls */
+    uint64_t frees;              /* successful pool_free calls */
+    uint64_t failed_allocs;      /* pool_alloc calls answered POOL_ENOMEM */
+    uint64_t invalid_frees;      /* pool_free calls answered ENOTOWNED/ENOTLIVE */
     pool_bucket_stats_t buckets[POOL_NBUCKETS];
 } pool_stats_t;
 

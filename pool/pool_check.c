@@ -59,14 +59,14 @@ typedef struct sums {
 } sums_t;
 
 typedef struct chk {
-    pool_t *p;           /* pool under check */
-    int bad;             /* violations so far */
-    char *why;           /* first violation's text, or NULL */
-    size_t why_len;      /* bytes at why */
-    uint32_t seen;       /* mark of a block/page reached by the walk */
-    uint32_t listed;     /* mark of a block/page also found in a list */
-    uint64_t limit;      /* more blocks than this in any chain means a cycle */
-    sums_t s;            /* sums from the walk */
+    pool_t *p;       /* pool under check */
+    int bad;         /* violations so far */
+    char *why;       /* first violation's text, or NULL */
+    size_t why_len;  /* bytes at why */
+    uint32_t seen;   /* mark of a block/page reached by the walk */
+    uint32_t listed; /* mark of a block/page also found in a list */
+    uint64_t limit;  /* more blocks than this in any chain means a cycle */
+    sums_t s;        /* sums from the walk */
 } chk_t;
 
 __attribute__((format(printf, 2, 3))) static void viol(chk_t *c, const char *fmt, ...)
@@ -121,10 +121,9 @@ static void check_gran(chk_t *c, const ppage_t *pg)
 #define GRAN(g) (p->gran_dir[(g) >> PL_GRAN_LEAF_SHIFT][(g) & (PL_GRAN_LEAF - 1)])
     size_t in = off & (PL_PAGE_MIN - 1);
     int ok = in == 0 ? GRAN(g0).cover == pg
-                     : GRAN(g0).start == ((uint64_t)(uintptr_t)pg |
-                                          (uint64_t)(in >> PL_GRAN_SHIFT) << PL_START_PTR_BITS);
-    for (size_t g = g0 + 1; g <= g1; g++)
-        ok &= GRAN(g).cover == pg;
+                     : GRAN(g0).start == ((uint64_t)(uintptr_t)pg | (uint64_t)(in >> PL_GRAN_SHIFT)
+                                                                        << PL_START_PTR_BITS);
+    for (size_t g = g0 + 1; g <= g1; g++) ok &= GRAN(g).cover == pg;
 #undef GRAN
     c->s.gran_refs += g1 - g0 + 1;
     if (!ok) {
@@ -180,12 +179,10 @@ static void check_page(chk_t *c, const pblock_t *b)
                 uint64_t v;
                 c->s.escaped++;
                 if (!addrmap_get(&p->req_map, a, &v)) {
-                    viol(c, "slot %#lx: escaped record without a req_map entry",
-                         (unsigned long)a);
+                    viol(c, "slot %#lx: escaped record without a req_map entry", (unsigned long)a);
                     v = 0;
                 } else if (!pl_slot_escapes(g, (size_t)v)) {
-                    viol(c, "slot %#lx: req_map entry for a record that fits",
-                         (unsigned long)a);
+                    viol(c, "slot %#lx: req_map entry for a record that fits", (unsigned long)a);
                 }
                 r = (size_t)v;
             }
@@ -198,8 +195,8 @@ static void check_page(chk_t *c, const pblock_t *b)
     if (pg->nwords < 64 && pg->summary >> pg->nwords)
         viol(c, "page %#lx: summary bits past the last word", (unsigned long)pg->addr);
     if (free_bits + pg->live != pg->nslots)
-        viol(c, "page %#lx: %u free bits + %u live != %u slots", (unsigned long)pg->addr,
-             free_bits, pg->live, pg->nslots);
+        viol(c, "page %#lx: %u free bits + %u live != %u slots", (unsigned long)pg->addr, free_bits,
+             pg->live, pg->nslots);
     c->s.slab_free_bytes += (size_t)free_bits * pg->slot;
     if (!pg->dirty) {
         pruns_t fresh;
@@ -241,14 +238,9 @@ static void walk_tiling(chk_t *c)
             c->s.free_blocks++;
             c->s.free_bytes += b->size;
             break;
-        case PB_LIVE:
-            check_live(c, b);
-            break;
-        case PB_PAGE:
-            check_page(c, b);
-            break;
-        default:
-            viol(c, "block %#lx: bad state %u", (unsigned long)b->addr, b->state);
+        case PB_LIVE: check_live(c, b); break;
+        case PB_PAGE: check_page(c, b); break;
+        default: viol(c, "block %#lx: bad state %u", (unsigned long)b->addr, b->state);
         }
         b->mark = c->seen;
         expect = b->addr + b->size;
@@ -274,9 +266,9 @@ static void check_classes(chk_t *c)
                     break;
                 }
                 if (pg->prev != prev)
-                    viol(c, "class %u: broken back link at page %#lx", k,
-                         (unsigned long)pg->addr);
-                if (pg->cls != k || (list ? pg->live != 0 : pg->live == 0 || pg->live >= pg->nslots))
+                    viol(c, "class %u: broken back link at page %#lx", k, (unsigned long)pg->addr);
+                if (pg->cls != k ||
+                    (list ? pg->live != 0 : pg->live == 0 || pg->live >= pg->nslots))
                     viol(c, "class %u: page %#lx (class %u, %u/%u live) on the %s list", k,
                          (unsigned long)pg->addr, pg->cls, pg->live, pg->nslots, name);
                 if (pg->mark == c->listed)
@@ -297,8 +289,7 @@ static void check_classes(chk_t *c)
     uint64_t cls_pages[PL_NCLASSES] = {0}, cls_live[PL_NCLASSES] = {0};
     for (uint32_t id = 1; id < p->id_top; id++) {
         ppage_t *pg = p->page_by_id[id];
-        if (!pg)
-            continue;
+        if (!pg) continue;
         used_ids++;
         pages++;
         if (pg->id != id || pg->mark == 0 || (pg->mark != c->seen && pg->mark != c->listed)) {
@@ -324,8 +315,8 @@ static void check_classes(chk_t *c)
         viol(c, "cached pages: %llu, counter %llu", (unsigned long long)cached,
              (unsigned long long)p->cached_pages);
     if (p->id_top && used_ids + p->nfree_ids != p->id_top - 1)
-        viol(c, "page ids: %llu used + %u released != %u handed out",
-             (unsigned long long)used_ids, p->nfree_ids, p->id_top - 1);
+        viol(c, "page ids: %llu used + %u released != %u handed out", (unsigned long long)used_ids,
+             p->nfree_ids, p->id_top - 1);
     for (uint32_t i = 0; i < p->nfree_ids; i++) {
         uint32_t id = p->free_ids[i];
         if (id == 0 || id >= p->id_top || p->page_by_id[id]) {
@@ -337,8 +328,8 @@ static void check_classes(chk_t *c)
         viol(c, "granule table: %llu fields set, the pages need %llu",
              (unsigned long long)p->gran_refs, (unsigned long long)c->s.gran_refs);
     if (p->live_blocks == 0 && (p->pages || p->cached_pages))
-        viol(c, "%llu pages (%llu cached) kept while nothing is live",
-             (unsigned long long)p->pages, (unsigned long long)p->cached_pages);
+        viol(c, "%llu pages (%llu cached) kept while nothing is live", (unsigned long long)p->pages,
+             (unsigned long long)p->cached_pages);
 }
 
 static void check_lists(chk_t *c, pheap_t *h)
@@ -346,8 +337,7 @@ static void check_lists(chk_t *c, pheap_t *h)
     uint64_t blocks = 0, bb[POOL_NBUCKETS] = {0}, bbytes[POOL_NBUCKETS] = {0};
     size_t bytes = 0;
     for (unsigned fl = PH_FL_COUNT; fl < 64; fl++)
-        if (h->fl_bitmap >> fl & 1)
-            viol(c, "fl bit %u beyond the class table", fl);
+        if (h->fl_bitmap >> fl & 1) viol(c, "fl bit %u beyond the class table", fl);
     for (unsigned fl = 0; fl < PH_FL_COUNT; fl++) {
         if (((h->fl_bitmap >> fl) & 1) != (h->sl_bitmap[fl] != 0))
             viol(c, "fl bit %u disagrees with its sl bitmap", fl);
@@ -401,29 +391,26 @@ static void check_lists(chk_t *c, pheap_t *h)
 
 /* ---- what pool_walk reports vs the summary pool_get_stats uses --------------------------- */
 typedef struct wsum {
-    pl_freesum_t fs;     /* free runs as the walk reports them */
-    uintptr_t end;       /* end of the previous entry */
-    int prev_free;       /* the previous entry was a free run */
-    int order_bad;       /* entries out of order or overlapping */
-    int adjacent_free;   /* two free runs side by side */
-    uint64_t live;       /* live entries */
+    pl_freesum_t fs;   /* free runs as the walk reports them */
+    uintptr_t end;     /* end of the previous entry */
+    int prev_free;     /* the previous entry was a free run */
+    int order_bad;     /* entries out of order or overlapping */
+    int adjacent_free; /* two free runs side by side */
+    uint64_t live;     /* live entries */
 } wsum_t;
 
 static int wsum_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
 {
     wsum_t *w = ctx;
-    if (addr < w->end)
-        w->order_bad = 1;
+    if (addr < w->end) w->order_bad = 1;
     if (is_free) {
-        if (w->prev_free && addr == w->end)
-            w->adjacent_free = 1;
+        if (w->prev_free && addr == w->end) w->adjacent_free = 1;
         int k = pl_bucket_of(size);
         w->fs.free_bytes += size;
         w->fs.free_blocks++;
         w->fs.bucket_blocks[k]++;
         w->fs.bucket_bytes[k] += size;
-        if (size > w->fs.largest)
-            w->fs.largest = size;
+        if (size > w->fs.largest) w->fs.largest = size;
     } else {
         w->live++;
     }
@@ -439,10 +426,8 @@ static void check_summary(chk_t *c)
     pl_walk_locked(p, wsum_cb, &w, c->limit);
     pl_freesum_t fs;
     pl_free_summary(p, &fs);
-    if (w.order_bad)
-        viol(c, "pool_walk: entries out of address order");
-    if (w.adjacent_free)
-        viol(c, "pool_walk: two free blocks side by side");
+    if (w.order_bad) viol(c, "pool_walk: entries out of address order");
+    if (w.adjacent_free) viol(c, "pool_walk: two free blocks side by side");
     if (w.live != p->live_blocks)
         viol(c, "pool_walk: %llu live entries, %llu live", (unsigned long long)w.live,
              (unsigned long long)p->live_blocks);
@@ -461,8 +446,7 @@ static void check_summary(chk_t *c)
     for (uint32_t id = 1; id < p->id_top; id++) {
         const ppage_t *pg = p->page_by_id[id];
         pruns_t fresh;
-        if (!pg)
-            continue;
+        if (!pg) continue;
         pl_page_runs(pg, &fresh);
         if (pg->dirty || memcmp(&fresh, &pg->runs, sizeof fresh) != 0)
             viol(c, "page %#lx: run summary not refreshed", (unsigned long)pg->addr);
@@ -497,17 +481,14 @@ static void check_counters(chk_t *c)
         viol(c, "address map holds %zu entries, %llu large blocks live", addrmap_count(&p->live),
              (unsigned long long)s->large_live);
     int mb = addrmap_check(&p->live);
-    if (mb)
-        viol(c, "address map: %d internal violations", mb);
+    if (mb) viol(c, "address map: %d internal violations", mb);
     if (addrmap_count(&p->req_map) != s->escaped)
-        viol(c, "req_map holds %zu entries, %llu slot records escape",
-             addrmap_count(&p->req_map), (unsigned long long)s->escaped);
+        viol(c, "req_map holds %zu entries, %llu slot records escape", addrmap_count(&p->req_map),
+             (unsigned long long)s->escaped);
     mb = addrmap_check(&p->req_map);
-    if (mb)
-        viol(c, "req_map: %d internal violations", mb);
+    if (mb) viol(c, "req_map: %d internal violations", mb);
     if (s->slab_free_bytes != p->slab_free_bytes)
-        viol(c, "slab free bytes %zu, the pages hold %zu", p->slab_free_bytes,
-             s->slab_free_bytes);
+        viol(c, "slab free bytes %zu, the pages hold %zu", p->slab_free_bytes, s->slab_free_bytes);
     if (s->descriptors + p->desc.free_count != p->desc.total)
         viol(c, "descriptors: %llu in use + %zu free != %zu", (unsigned long long)s->descriptors,
              p->desc.free_count, p->desc.total);
@@ -521,18 +502,15 @@ static void check_counters(chk_t *c)
 
 int pool_check(pool_t *p, char *why, size_t why_len)
 {
-    if (why && why_len)
-        why[0] = '\0';
+    if (why && why_len) why[0] = '\0';
     if (!p) {
-        if (why && why_len)
-            snprintf(why, why_len, "NULL pool");
+        if (why && why_len) snprintf(why, why_len, "NULL pool");
         return 1;
     }
     pthread_mutex_lock(&p->lock);
     chk_t c = {.p = p, .why = why, .why_len = why_len};
     p->check_epoch++;
-    if (p->check_epoch == 0 || p->check_epoch > UINT32_MAX / 2 - 1)
-        p->check_epoch = 1;
+    if (p->check_epoch == 0 || p->check_epoch > UINT32_MAX / 2 - 1) p->check_epoch = 1;
     c.seen = 2 * p->check_epoch;
     c.listed = c.seen + 1;
     c.limit = p->desc.total + 1;

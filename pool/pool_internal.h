@@ -33,10 +33,10 @@
 #define PL_API __attribute__((visibility("hidden")))
 
 /* ---- tunables --------------------------------------------------------------------------- */
-#define PL_GRAN_SHIFT 6u                         /* block granularity: 64 bytes = POOL_ALIGN */
-#define PL_PROBE 8u                              /* exact-class list entries probed on a miss */
-#define PL_DESC_BLOCKS 256u                      /* descriptors per descriptor page (16 KiB) */
-#define PL_MAP_INITIAL 64u                       /* large live blocks the map holds before growing */
+#define PL_GRAN_SHIFT 6u    /* block granularity: 64 bytes = POOL_ALIGN */
+#define PL_PROBE 8u         /* exact-class list entries probed on a miss */
+#define PL_DESC_BLOCKS 256u /* descriptors per descriptor page (16 KiB) */
+#define PL_MAP_INITIAL 64u  /* large live blocks the map holds before growing */
 
 /* Size-class slabs (slab.h).  Every granted size up to PL_SLAB_MAX is served from a slot of
  * its class: 64-byte steps up to 1 KiB (16 classes), then 8 classes per power of two
@@ -63,15 +63,17 @@ static inline size_t pl_align_up(size_t n)
  * bucket 7 is everything larger.  pool_bucket_limit[] is built from PL_BUCKET_LIMITS; the
  * hot-path lookup below goes through ceil(log2(size)), which works because every limit is a
  * power of two (test_pool checks that both agree at every boundary). */
-#define PL_BUCKET_LIMITS                                                                       \
-    { (size_t)1 << 10, (size_t)16 << 10, (size_t)256 << 10, (size_t)1 << 20, (size_t)16 << 20, \
-      (size_t)256 << 20, (size_t)1 << 30 }
+#define PL_BUCKET_LIMITS                                                                         \
+    {                                                                                            \
+        (size_t)1 << 10, (size_t)16 << 10, (size_t)256 << 10, (size_t)1 << 20, (size_t)16 << 20, \
+            (size_t)256 << 20, (size_t)1 << 30                                                   \
+    }
 
 static inline int pl_bucket_of(size_t size)
 {
     /* bucket of a size whose ceil(log2) is the index: size <= 2^10 -> 0, <= 2^14 -> 1, ... */
     static const uint8_t by_log2[65] = {
-        [0 ... 10] = 0, [11 ... 14] = 1, [15 ... 18] = 2, [19 ... 20] = 3,
+        [0 ... 10] = 0,  [11 ... 14] = 1, [15 ... 18] = 2, [19 ... 20] = 3,
         [21 ... 24] = 4, [25 ... 28] = 5, [29 ... 30] = 6, [31 ... 64] = 7,
     };
     unsigned c = size <= 1 ? 0 : 64u - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
@@ -80,10 +82,10 @@ static inline int pl_bucket_of(size_t size)
 
 /* ---- block descriptor ------------------------------------------------------------------- */
 enum pblock_state {
-    PB_UNUSED = 0,  /* on the descriptor free list */
-    PB_FREE = 1,    /* free, listed in the large heap's class list */
-    PB_LIVE = 2,    /* an allocation, in the address map */
-    PB_PAGE = 3,    /* a slab page (its ppage_t in `page`) */
+    PB_UNUSED = 0, /* on the descriptor free list */
+    PB_FREE = 1,   /* free, listed in the large heap's class list */
+    PB_LIVE = 2,   /* an allocation, in the address map */
+    PB_PAGE = 3,   /* a slab page (its ppage_t in `page`) */
 };
 
 typedef struct pblock pblock_t;
@@ -91,33 +93,33 @@ typedef struct ppage ppage_t;
 /* 64 bytes, one cache line (descriptor pages are 64-byte aligned).  The free-list links and
  * the live-block sizes share storage: a block is never FREE and LIVE at once. */
 struct pblock {
-    uintptr_t addr;          /* first byte (absolute address), POOL_ALIGN aligned */
-    size_t size;             /* bytes, a multiple of POOL_ALIGN, > 0 */
-    pblock_t *phys_prev;     /* block just below, NULL at ubase */
-    pblock_t *phys_next;     /* block just above, NULL at uend */
+    uintptr_t addr;      /* first byte (absolute address), POOL_ALIGN aligned */
+    size_t size;         /* bytes, a multiple of POOL_ALIGN, > 0 */
+    pblock_t *phys_prev; /* block just below, NULL at ubase */
+    pblock_t *phys_next; /* block just above, NULL at uend */
     union {
         struct {
             pblock_t *free_prev; /* FREE: previous in its class list (NULL = list head) */
             pblock_t *free_next; /* FREE: next in its class list; UNUSED: next on free list */
         };
         struct {
-            size_t granted;      /* LIVE: bytes the caller's contract gives it (<= size) */
-            size_t requested;    /* LIVE: bytes the application asked for (statistics) */
+            size_t granted;   /* LIVE: bytes the caller's contract gives it (<= size) */
+            size_t requested; /* LIVE: bytes the application asked for (statistics) */
         };
     };
-    ppage_t *page;           /* PAGE: its slab page; NULL in every other state */
-    uint32_t state;          /* enum pblock_state */
-    uint32_t mark;           /* scratch for pool_check (epoch stamp) */
+    ppage_t *page;  /* PAGE: its slab page; NULL in every other state */
+    uint32_t state; /* enum pblock_state */
+    uint32_t mark;  /* scratch for pool_check (epoch stamp) */
 };
 _Static_assert(sizeof(pblock_t) == 64, "pblock_t is one cache line");
 
 /* ---- descriptor storage (desc.c) -------------------------------------------------------- */
 typedef struct pdesc_page pdesc_page_t;
 typedef struct pdesc {
-    pdesc_page_t *pages;     /* every descriptor page, for destroy */
-    pblock_t *free;          /* UNUSED descriptors, linked through free_next */
-    size_t free_count;       /* length of `free` */
-    size_t total;            /* descriptors in all pages */
+    pdesc_page_t *pages; /* every descriptor page, for destroy */
+    pblock_t *free;      /* UNUSED descriptors, linked through free_next */
+    size_t free_count;   /* length of `free` */
+    size_t total;        /* descriptors in all pages */
 } pdesc_t;
 
 PL_API void pdesc_init(pdesc_t *s);
@@ -149,17 +151,17 @@ static inline void pdesc_put(pdesc_t *s, pblock_t *b)
 
 /* ---- TLSF heap (tlsf.h, tlsf.c) -------------------------------------------------------------- */
 #define PH_SL_LOG2 5u
-#define PH_SL_COUNT (1u << PH_SL_LOG2)           /* 32 second-level classes per power of two */
-#define PH_FL_COUNT 56u                          /* covers every 64-byte-granular size_t */
+#define PH_SL_COUNT (1u << PH_SL_LOG2) /* 32 second-level classes per power of two */
+#define PH_FL_COUNT 56u                /* covers every 64-byte-granular size_t */
 
 typedef struct pheap {
-    uint64_t fl_bitmap;                          /* bit f: sl_bitmap[f] != 0 */
-    uint32_t sl_bitmap[PH_FL_COUNT];             /* bit s of [f]: head[f][s] != NULL */
-    pblock_t *head[PH_FL_COUNT][PH_SL_COUNT];    /* FREE blocks of each class, LIFO */
-    size_t free_bytes;                           /* sum of listed block sizes */
-    uint64_t free_blocks;                        /* number of listed blocks */
-    uint64_t bucket_free_blocks[POOL_NBUCKETS];  /* listed blocks per user bucket (by size) */
-    uint64_t bucket_free_bytes[POOL_NBUCKETS];   /* their bytes */
+    uint64_t fl_bitmap;                         /* bit f: sl_bitmap[f] != 0 */
+    uint32_t sl_bitmap[PH_FL_COUNT];            /* bit s of [f]: head[f][s] != NULL */
+    pblock_t *head[PH_FL_COUNT][PH_SL_COUNT];   /* FREE blocks of each class, LIFO */
+    size_t free_bytes;                          /* sum of listed block sizes */
+    uint64_t free_blocks;                       /* number of listed blocks */
+    uint64_t bucket_free_blocks[POOL_NBUCKETS]; /* listed blocks per user bucket (by size) */
+    uint64_t bucket_free_bytes[POOL_NBUCKETS];  /* their bytes */
 } pheap_t;
 
 PL_API void pheap_init(pheap_t *h);
@@ -185,23 +187,23 @@ PL_API size_t pheap_largest(const pheap_t *h);
 /* ---- size-class slabs (slab.h, slab.c) -------------------------------------------------- */
 /* Geometry of one class, the same for every pool (slab.c builds the table once). */
 typedef struct pclass_geom {
-    uint32_t slot;           /* bytes per slot, a multiple of 64 */
-    uint32_t min_slots;      /* slots of the smallest page: ceil(PL_PAGE_MIN / slot) */
-    uint32_t max_slots;      /* slots of the largest page: >= 32 unless that passes 4 MiB,
+    uint32_t slot;      /* bytes per slot, a multiple of 64 */
+    uint32_t min_slots; /* slots of the smallest page: ceil(PL_PAGE_MIN / slot) */
+    uint32_t max_slots; /* slots of the largest page: >= 32 unless that passes 4 MiB,
                                 <= PL_PAGE_MAX_SLOTS */
-    uint32_t inv;            /* ceil(2^31 / (slot/64)): slot index = (off/64 * inv) >> 31 */
+    uint32_t inv;       /* ceil(2^31 / (slot/64)): slot index = (off/64 * inv) >> 31 */
 } pclass_geom_t;
 PL_API extern pclass_geom_t pl_class_geom[PL_NCLASSES];
 PL_API void pl_classes_init(void); /* idempotent, thread-safe (pthread_once) */
 
 /* Per-pool state of one class. */
 typedef struct pclass {
-    ppage_t *partial;        /* pages with 0 < live < nslots, doubly linked, LIFO */
-    ppage_t *cached;         /* pages with no live slot kept for reuse, doubly linked */
-    uint32_t ncached;        /* length of `cached`, <= PL_CACHE_PAGES */
-    uint32_t pad;            /* unused */
-    uint64_t pages;          /* pages of this class (partial + full + cached) */
-    uint64_t live;           /* live slots in them */
+    ppage_t *partial; /* pages with 0 < live < nslots, doubly linked, LIFO */
+    ppage_t *cached;  /* pages with no live slot kept for reuse, doubly linked */
+    uint32_t ncached; /* length of `cached`, <= PL_CACHE_PAGES */
+    uint32_t pad;     /* unused */
+    uint64_t pages;   /* pages of this class (partial + full + cached) */
+    uint64_t live;    /* live slots in them */
 } pclass_t;
 
 /* The sizes of a live slot in 32 bits (at 8 bytes the slot records of 100,000 live blocks
@@ -218,10 +220,10 @@ _Static_assert(PL_SLAB_MAX == (size_t)1 << PL_SLOT_GBITS, "granted - 1 fits the 
  * maximal sequence of free slots inside the page; the edge runs (touching slot 0 or the last
  * slot) may merge with free memory outside the page, inner runs cannot. */
 typedef struct pruns {
-    uint32_t head;           /* free slots from slot 0 up (nslots when the page is all free) */
-    uint32_t tail;           /* free slots from the last one down */
-    uint32_t inner;          /* runs touching neither edge */
-    uint32_t inner_max;      /* slots in the longest of them */
+    uint32_t head;      /* free slots from slot 0 up (nslots when the page is all free) */
+    uint32_t tail;      /* free slots from the last one down */
+    uint32_t inner;     /* runs touching neither edge */
+    uint32_t inner_max; /* slots in the longest of them */
     uint32_t inner_blocks[POOL_NBUCKETS]; /* inner runs per user bucket (by run bytes) */
     uint64_t inner_bytes[POOL_NBUCKETS];  /* their bytes */
 } pruns_t;
@@ -231,24 +233,24 @@ typedef struct pruns {
  * bitmap (3 words share that line) and then the slot records. */
 struct ppage {
     /* cold */
-    ppage_t *prev;           /* partial or cached list of the class: previous (NULL = head) */
-    ppage_t *next;           /* partial or cached list of the class: next */
-    pblock_t *blk;           /* its PAGE block in the large tiling */
-    uint32_t id;             /* index in pool->page_by_id (the list of all pages) */
-    uint32_t mark;           /* scratch for pool_check */
-    pruns_t runs;            /* free-run summary for the statistics */
+    ppage_t *prev; /* partial or cached list of the class: previous (NULL = head) */
+    ppage_t *next; /* partial or cached list of the class: next */
+    pblock_t *blk; /* its PAGE block in the large tiling */
+    uint32_t id;   /* index in pool->page_by_id (the list of all pages) */
+    uint32_t mark; /* scratch for pool_check */
+    pruns_t runs;  /* free-run summary for the statistics */
     /* hot */
     _Alignas(64) uintptr_t addr; /* first slot (absolute address) */
-    uint32_t span;           /* bytes: nslots * slot */
-    uint32_t slot;           /* bytes per slot */
-    uint32_t inv;            /* class reciprocal (pclass_geom_t.inv) */
-    uint32_t nslots;         /* slots */
-    uint32_t live;           /* live slots */
-    uint16_t cls;            /* class index */
-    uint8_t dirty;           /* 1: `runs` is stale (a slot changed since it was computed) */
-    uint8_t nwords;          /* bitmap words */
-    uint64_t summary;        /* bit w set iff bits[w] != 0 */
-    uint64_t bits[];         /* [nwords] bit set = slot free; bits past nslots are 0; then
+    uint32_t span;               /* bytes: nslots * slot */
+    uint32_t slot;               /* bytes per slot */
+    uint32_t inv;                /* class reciprocal (pclass_geom_t.inv) */
+    uint32_t nslots;             /* slots */
+    uint32_t live;               /* live slots */
+    uint16_t cls;                /* class index */
+    uint8_t dirty;               /* 1: `runs` is stale (a slot changed since it was computed) */
+    uint8_t nwords;              /* bitmap words */
+    uint64_t summary;            /* bit w set iff bits[w] != 0 */
+    uint64_t bits[];             /* [nwords] bit set = slot free; bits past nslots are 0; then
                                 pslot_t[nslots], the sizes of the live slots */
 };
 
@@ -260,53 +262,53 @@ static inline pslot_t *pl_slots(const ppage_t *pg)
 /* One entry of the granule table: granule g covers [ubase + g*256K, ubase + (g+1)*256K).
  * A page is at least one granule long, so at most one page starts strictly inside a granule
  * and at most one page covers its first byte. */
-#define PL_START_PTR_BITS 52u                    /* page pointers below 2^52 (checked) */
-#define PL_GRAN_LEAF_SHIFT 8u                    /* a leaf: 256 entries = 4 KiB, 64 MiB of pool */
+#define PL_START_PTR_BITS 52u /* page pointers below 2^52 (checked) */
+#define PL_GRAN_LEAF_SHIFT 8u /* a leaf: 256 entries = 4 KiB, 64 MiB of pool */
 #define PL_GRAN_LEAF (1u << PL_GRAN_LEAF_SHIFT)
 typedef struct pgran {
-    ppage_t *cover;          /* the page holding the granule's first byte, or NULL */
-    uint64_t start;          /* the page starting strictly inside the granule: its pointer |
+    ppage_t *cover; /* the page holding the granule's first byte, or NULL */
+    uint64_t start; /* the page starting strictly inside the granule: its pointer |
                                 (offset/64 << PL_START_PTR_BITS), offset/64 in 1..4095; 0 = none */
 } pgran_t;
 
 /* ---- the pool object (pool.c) ----------------------------------------------------------- */
 struct pool {
-    uintptr_t base;                  /* start of the managed range (immutable) */
-    size_t size;                     /* bytes of the managed range (immutable) */
-    uintptr_t ubase;                 /* first usable byte: base rounded up to POOL_ALIGN */
-    uintptr_t uend;                  /* end of usable bytes: base+size rounded down */
-    pthread_mutex_t lock;            /* guards everything below */
-    pgran_t **gran_dir;              /* granule table, two levels: [ngran / PL_GRAN_LEAF] leaves
+    uintptr_t base;         /* start of the managed range (immutable) */
+    size_t size;            /* bytes of the managed range (immutable) */
+    uintptr_t ubase;        /* first usable byte: base rounded up to POOL_ALIGN */
+    uintptr_t uend;         /* end of usable bytes: base+size rounded down */
+    pthread_mutex_t lock;   /* guards everything below */
+    pgran_t **gran_dir;     /* granule table, two levels: [ngran / PL_GRAN_LEAF] leaves
                                         of PL_GRAN_LEAF entries, allocated when a page first
                                         needs one (NULL until then); NULL if no page fits */
-    size_t ngran;                    /* granule entries the table covers */
-    ppage_t **page_by_id;            /* [id_cap] page of each id, NULL when the id is unused */
-    uint32_t *free_ids;              /* [id_cap] stack of released ids */
-    uint32_t id_cap;                 /* entries in page_by_id / free_ids */
-    uint32_t id_top;                 /* ids 1..id_top-1 have been handed out */
-    uint32_t nfree_ids;              /* entries on free_ids */
-    uint32_t check_epoch;            /* pool_check's mark generation */
-    uint64_t pages;                  /* slab pages */
-    uint64_t cached_pages;           /* of them, empty ones kept by their classes */
-    uint64_t gran_refs;              /* non-zero cover/start fields in gran */
-    size_t slab_free_bytes;          /* bytes of free slots (cached pages included) */
-    uint64_t inner_runs;             /* sum of runs.inner over the pages (as last computed) */
+    size_t ngran;           /* granule entries the table covers */
+    ppage_t **page_by_id;   /* [id_cap] page of each id, NULL when the id is unused */
+    uint32_t *free_ids;     /* [id_cap] stack of released ids */
+    uint32_t id_cap;        /* entries in page_by_id / free_ids */
+    uint32_t id_top;        /* ids 1..id_top-1 have been handed out */
+    uint32_t nfree_ids;     /* entries on free_ids */
+    uint32_t check_epoch;   /* pool_check's mark generation */
+    uint64_t pages;         /* slab pages */
+    uint64_t cached_pages;  /* of them, empty ones kept by their classes */
+    uint64_t gran_refs;     /* non-zero cover/start fields in gran */
+    size_t slab_free_bytes; /* bytes of free slots (cached pages included) */
+    uint64_t inner_runs;    /* sum of runs.inner over the pages (as last computed) */
     uint64_t inner_blocks[POOL_NBUCKETS]; /* sum of runs.inner_blocks over the pages */
     uint64_t inner_bytes[POOL_NBUCKETS];  /* sum of runs.inner_bytes over the pages */
-    pclass_t cls[PL_NCLASSES];       /* size classes */
-    pheap_t large;                   /* blocks tiling [ubase, uend) */
-    pdesc_t desc;                    /* descriptor storage */
-    addrmap_t live;                  /* LIVE large-heap block address -> pblock_t * */
-    addrmap_t req_map;               /* live slot address -> requested, for escaped records */
-    pblock_t *large_first;           /* block at ubase */
-    size_t allocated_bytes;          /* sum of granted over live blocks and slots */
-    size_t requested_bytes;          /* sum of requested over them */
-    size_t peak_allocated_bytes;     /* high-water mark of allocated_bytes */
-    uint64_t live_blocks;            /* live blocks and slots */
-    uint64_t allocs;                 /* successful pool_alloc calls */
-    uint64_t frees;                  /* successful pool_free calls */
-    uint64_t failed_allocs;          /* pool_alloc answered POOL_ENOMEM */
-    uint64_t invalid_frees;          /* pool_free answered ENOTOWNED / ENOTLIVE */
+    pclass_t cls[PL_NCLASSES];            /* size classes */
+    pheap_t large;                        /* blocks tiling [ubase, uend) */
+    pdesc_t desc;                         /* descriptor storage */
+    addrmap_t live;                       /* LIVE large-heap block address -> pblock_t * */
+    addrmap_t req_map;                    /* live slot address -> requested, for escaped records */
+    pblock_t *large_first;                /* block at ubase */
+    size_t allocated_bytes;               /* sum of granted over live blocks and slots */
+    size_t requested_bytes;               /* sum of requested over them */
+    size_t peak_allocated_bytes;          /* high-water mark of allocated_bytes */
+    uint64_t live_blocks;                 /* live blocks and slots */
+    uint64_t allocs;                      /* successful pool_alloc calls */
+    uint64_t frees;                       /* successful pool_free calls */
+    uint64_t failed_allocs;               /* pool_alloc answered POOL_ENOMEM */
+    uint64_t invalid_frees;               /* pool_free answered ENOTOWNED / ENOTLIVE */
     uint64_t bucket_live_blocks[POOL_NBUCKETS]; /* live blocks/slots per bucket of granted */
     uint64_t bucket_live_bytes[POOL_NBUCKETS];  /* their granted bytes */
 };
@@ -315,11 +317,11 @@ struct pool {
 /* Free memory as pool_walk reports it: maximal runs of free bytes in address order, whatever
  * holds them (large free blocks, free slots, cached pages). */
 typedef struct pl_freesum {
-    size_t free_bytes;                           /* all free bytes */
-    size_t largest;                              /* longest run */
-    uint64_t free_blocks;                        /* runs */
-    uint64_t bucket_blocks[POOL_NBUCKETS];       /* runs per user bucket (by run bytes) */
-    uint64_t bucket_bytes[POOL_NBUCKETS];        /* their bytes */
+    size_t free_bytes;                     /* all free bytes */
+    size_t largest;                        /* longest run */
+    uint64_t free_blocks;                  /* runs */
+    uint64_t bucket_blocks[POOL_NBUCKETS]; /* runs per user bucket (by run bytes) */
+    uint64_t bucket_bytes[POOL_NBUCKETS];  /* their bytes */
 } pl_freesum_t;
 /* pre: pool->lock held.  O(1) without pages, else O(pages + bitmap words of changed pages). */
 PL_API void pl_free_summary(pool_t *p, pl_freesum_t *out);

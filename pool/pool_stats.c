@@ -41,16 +41,13 @@ void pl_page_runs(const ppage_t *pg, pruns_t *out)
     uint32_t n = pg->nslots;
     for (uint32_t i = pl_next_free(pg, 0); i < n;) {
         uint32_t j = pl_next_live(pg, i);
-        if (i == 0)
-            out->head = j;
-        if (j == n)
-            out->tail = j - i;
+        if (i == 0) out->head = j;
+        if (j == n) out->tail = j - i;
         if (i > 0 && j < n) {
             size_t bytes = (size_t)(j - i) * pg->slot;
             int k = pl_bucket_of(bytes);
             out->inner++;
-            if (j - i > out->inner_max)
-                out->inner_max = j - i;
+            if (j - i > out->inner_max) out->inner_max = j - i;
             out->inner_blocks[k]++;
             out->inner_bytes[k] += bytes;
         }
@@ -74,8 +71,7 @@ static void run_record(pl_freesum_t *o, size_t len)
     o->free_blocks++;
     o->bucket_blocks[k]++;
     o->bucket_bytes[k] += len;
-    if (len > o->largest)
-        o->largest = len;
+    if (len > o->largest) o->largest = len;
 }
 
 /* A FREE large block that is part of a run through a page edge: not a run of its own. */
@@ -121,12 +117,10 @@ void pl_free_summary(pool_t *p, pl_freesum_t *o)
         o->bucket_blocks[k] = p->large.bucket_free_blocks[k];
         o->bucket_bytes[k] = p->large.bucket_free_bytes[k];
     }
-    if (!p->pages)
-        return;
+    if (!p->pages) return;
     for (uint32_t id = 1; id < p->id_top; id++) {
         ppage_t *pg = p->page_by_id[id];
-        if (!pg)
-            continue;
+        if (!pg) continue;
         if (pg->dirty) {
             pl_inner_account(p, pg, -1);
             pl_page_runs(pg, &pg->runs);
@@ -143,14 +137,11 @@ void pl_free_summary(pool_t *p, pl_freesum_t *o)
     }
     for (uint32_t id = 1; id < p->id_top; id++) {
         const ppage_t *pg = p->page_by_id[id];
-        if (!pg)
-            continue;
+        if (!pg) continue;
         const pruns_t *r = &pg->runs;
         int all_free = r->head == pg->nslots;
-        if (r->tail && !all_free)
-            run_up(o, pg, (size_t)r->tail * pg->slot);
-        if (!r->head)
-            continue;
+        if (r->tail && !all_free) run_up(o, pg, (size_t)r->tail * pg->slot);
+        if (!r->head) continue;
         const pblock_t *x = pg->blk->phys_prev, *f = NULL;
         if (x && x->state == PB_FREE) {
             f = x;
@@ -173,8 +164,7 @@ void pl_free_summary(pool_t *p, pl_freesum_t *o)
 void pool_get_stats(pool_t *p, pool_stats_t *out)
 {
     memset(out, 0, sizeof *out);
-    if (!p)
-        return;
+    if (!p) return;
     pthread_mutex_lock(&p->lock);
     pl_freesum_t fs;
     pl_free_summary(p, &fs);
@@ -205,16 +195,15 @@ void pool_get_stats(pool_t *p, pool_stats_t *out)
 
 /* ---- walk ---------------------------------------------------------------------------------- */
 typedef struct walker {
-    pool_walk_fn cb;     /* user callback */
-    void *ctx;           /* its context */
-    uintptr_t run_addr;  /* start of the pending free run */
-    size_t run_len;      /* its bytes, 0 = none pending */
+    pool_walk_fn cb;    /* user callback */
+    void *ctx;          /* its context */
+    uintptr_t run_addr; /* start of the pending free run */
+    size_t run_len;     /* its bytes, 0 = none pending */
 } walker_t;
 
 static int walk_flush(walker_t *w)
 {
-    if (!w->run_len)
-        return 0;
+    if (!w->run_len) return 0;
     size_t len = w->run_len;
     w->run_len = 0;
     return w->cb(w->ctx, w->run_addr, len, 1);
@@ -222,8 +211,7 @@ static int walk_flush(walker_t *w)
 
 static void walk_free(walker_t *w, uintptr_t addr, size_t len)
 {
-    if (!w->run_len)
-        w->run_addr = addr;
+    if (!w->run_len) w->run_addr = addr;
     w->run_len += len; /* the tiling is contiguous: a pending run always ends at addr */
 }
 
@@ -244,8 +232,7 @@ static int walk_page(walker_t *w, const ppage_t *pg)
             i = j;
         } else {
             int r = walk_live(w, a, pl_slot_granted(pl_slots(pg)[i]));
-            if (r)
-                return r;
+            if (r) return r;
             i++;
         }
     }
@@ -265,15 +252,13 @@ int pl_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit)
         else if (b->state == PB_PAGE && b->page)
             r = walk_page(&w, b->page);
     }
-    if (!r)
-        r = walk_flush(&w);
+    if (!r) r = walk_flush(&w);
     return r;
 }
 
 int pool_walk(pool_t *p, pool_walk_fn cb, void *ctx)
 {
-    if (!p || !cb)
-        return 0;
+    if (!p || !cb) return 0;
     pthread_mutex_lock(&p->lock);
     int r = pl_walk_locked(p, cb, ctx, UINT64_MAX);
     pthread_mutex_unlock(&p->lock);

@@ -53,14 +53,10 @@ static void classes_build(void)
         }
         size_t slot = units << PL_GRAN_SHIFT;
         size_t lo = (PL_PAGE_MIN + slot - 1) / slot, hi = lo;
-        if (hi < PL_PAGE_SLOTS)
-            hi = PL_PAGE_SLOTS;
-        if (hi * slot > PL_PAGE_MAX)
-            hi = PL_PAGE_MAX / slot;
-        if (hi > PL_PAGE_MAX_SLOTS)
-            hi = PL_PAGE_MAX_SLOTS;
-        if (lo > hi)
-            lo = hi;
+        if (hi < PL_PAGE_SLOTS) hi = PL_PAGE_SLOTS;
+        if (hi * slot > PL_PAGE_MAX) hi = PL_PAGE_MAX / slot;
+        if (hi > PL_PAGE_MAX_SLOTS) hi = PL_PAGE_MAX_SLOTS;
+        if (lo > hi) lo = hi;
         pl_class_geom[c] = (pclass_geom_t){
             .slot = (uint32_t)slot,
             .min_slots = (uint32_t)lo,
@@ -89,8 +85,7 @@ int pl_slab_init(pool_t *p)
 
 void pl_slab_destroy(pool_t *p)
 {
-    for (uint32_t id = 1; id < p->id_top; id++)
-        free(p->page_by_id[id]);
+    for (uint32_t id = 1; id < p->id_top; id++) free(p->page_by_id[id]);
     if (p->gran_dir)
         for (size_t i = 0; i < (p->ngran + PL_GRAN_LEAF - 1) >> PL_GRAN_LEAF_SHIFT; i++)
             free(p->gran_dir[i]);
@@ -118,11 +113,9 @@ static int gran_leaves(pool_t *p, uintptr_t addr, size_t span)
     size_t l0 = (off >> PL_PAGE_SHIFT) >> PL_GRAN_LEAF_SHIFT;
     size_t l1 = ((off + span - 1) >> PL_PAGE_SHIFT) >> PL_GRAN_LEAF_SHIFT;
     for (size_t l = l0; l <= l1; l++) {
-        if (p->gran_dir[l])
-            continue;
+        if (p->gran_dir[l]) continue;
         pgran_t *leaf = calloc(PL_GRAN_LEAF, sizeof *leaf);
-        if (!leaf)
-            return -1;
+        if (!leaf) return -1;
         __atomic_store_n(&p->gran_dir[l], leaf, __ATOMIC_RELEASE);
     }
     return 0;
@@ -138,11 +131,10 @@ static void gran_set(pool_t *p, ppage_t *pg, int set)
     if (in == 0)
         gran_at(p, g0)->cover = set ? pg : NULL;
     else
-        gran_at(p, g0)->start = set ? (uint64_t)(uintptr_t)pg |
-                                          (uint64_t)(in >> PL_GRAN_SHIFT) << PL_START_PTR_BITS
+        gran_at(p, g0)->start = set ? (uint64_t)(uintptr_t)pg | (uint64_t)(in >> PL_GRAN_SHIFT)
+                                                                    << PL_START_PTR_BITS
                                     : 0;
-    for (size_t g = g0 + 1; g <= g1; g++)
-        gran_at(p, g)->cover = set ? pg : NULL;
+    for (size_t g = g0 + 1; g <= g1; g++) gran_at(p, g)->cover = set ? pg : NULL;
     if (set)
         p->gran_refs += g1 - g0 + 1;
     else
@@ -152,22 +144,17 @@ static void gran_set(pool_t *p, ppage_t *pg, int set)
 /* A page id, or 0 when they ran out (or host OOM growing the tables).  Not yet used. */
 static uint32_t id_peek(pool_t *p)
 {
-    if (p->nfree_ids)
-        return p->free_ids[p->nfree_ids - 1];
-    if (p->id_top > PL_PAGE_ID_MAX)
-        return 0;
+    if (p->nfree_ids) return p->free_ids[p->nfree_ids - 1];
+    if (p->id_top > PL_PAGE_ID_MAX) return 0;
     if (p->id_top >= p->id_cap) {
         uint32_t cap = p->id_cap ? 2 * p->id_cap : 64;
-        if (cap > PL_PAGE_ID_MAX + 1)
-            cap = PL_PAGE_ID_MAX + 1;
+        if (cap > PL_PAGE_ID_MAX + 1) cap = PL_PAGE_ID_MAX + 1;
         ppage_t **a = realloc(p->page_by_id, cap * sizeof *a);
-        if (!a)
-            return 0;
+        if (!a) return 0;
         p->page_by_id = a;
         memset(a + p->id_cap, 0, (cap - p->id_cap) * sizeof *a);
         uint32_t *f = realloc(p->free_ids, cap * sizeof *f);
-        if (!f)
-            return 0;
+        if (!f) return 0;
         p->free_ids = f;
         p->id_cap = cap;
     }
@@ -194,23 +181,21 @@ pblock_t *pl_large_find(pool_t *p, size_t need)
 
 ppage_t *pl_page_new(pool_t *p, unsigned c)
 {
-    if (!p->gran_dir)
-        return NULL;
+    if (!p->gran_dir) return NULL;
     const pclass_geom_t *g = &pl_class_geom[c];
     uint64_t want = p->cls[c].live / PL_PAGE_GROW;
-    uint32_t n = want < g->min_slots ? g->min_slots : want > g->max_slots ? g->max_slots : (uint32_t)want;
+    uint32_t n = want < g->min_slots   ? g->min_slots
+                 : want > g->max_slots ? g->max_slots
+                                       : (uint32_t)want;
     uint32_t nwords = (n + 63) / 64;
     size_t span = (size_t)n * g->slot;
     pblock_t *f = pl_large_find(p, span);
-    if (!f || gran_leaves(p, f->addr + f->size - span, span) != 0)
-        return NULL;
+    if (!f || gran_leaves(p, f->addr + f->size - span, span) != 0) return NULL;
     uint32_t id = id_peek(p);
-    if (!id)
-        return NULL;
+    if (!id) return NULL;
     size_t bytes = sizeof(ppage_t) + nwords * sizeof(uint64_t) + n * sizeof(pslot_t);
     ppage_t *pg = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    if (!pg)
-        return NULL;
+    if (!pg) return NULL;
     if ((uint64_t)(uintptr_t)pg >> PL_START_PTR_BITS) { /* cannot be packed: no page */
         free(pg);
         return NULL;
@@ -289,8 +274,7 @@ void pl_page_emptied(pool_t *p, ppage_t *pg)
     if (c->ncached == PL_CACHE_PAGES) {
         ppage_t *low = pg;
         for (ppage_t *q = c->cached; q; q = q->next)
-            if (q->addr < low->addr)
-                low = q;
+            if (q->addr < low->addr) low = q;
         if (low == pg) {
             page_release(p, pg);
             return;

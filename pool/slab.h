@@ -43,8 +43,7 @@
 static inline unsigned pl_class_of(size_t need)
 {
     size_t u = need >> PL_GRAN_SHIFT;
-    if (u <= 16)
-        return (unsigned)u - 1;
+    if (u <= 16) return (unsigned)u - 1;
     unsigned m = 63u - (unsigned)__builtin_clzll((unsigned long long)(u - 1));
     return 16u + (m - 4u) * 8u + (unsigned)((u - 1) >> (m - 3u)) - 8u;
 }
@@ -54,17 +53,14 @@ static inline ppage_t *pl_page_of(const pool_t *p, uintptr_t addr)
 {
     size_t off = addr - p->ubase; /* wraps for addr < ubase: then >= ngran granules */
     size_t g = off >> PL_PAGE_SHIFT;
-    if (g >= p->ngran)
-        return NULL;
+    if (g >= p->ngran) return NULL;
     const pgran_t *leaf = p->gran_dir[g >> PL_GRAN_LEAF_SHIFT];
-    if (!leaf)
-        return NULL;
+    if (!leaf) return NULL;
     pgran_t e = leaf[g & (PL_GRAN_LEAF - 1)];
     ppage_t *pg = e.cover;
     if (e.start && ((off & (PL_PAGE_MIN - 1)) >> PL_GRAN_SHIFT) >= (e.start >> PL_START_PTR_BITS))
         pg = (ppage_t *)(uintptr_t)(e.start & (((uint64_t)1 << PL_START_PTR_BITS) - 1));
-    if (!pg)
-        return NULL;
+    if (!pg) return NULL;
     return addr - pg->addr < pg->span ? pg : NULL;
 }
 
@@ -72,8 +68,7 @@ static inline void pl_list_push(ppage_t **head, ppage_t *pg)
 {
     pg->prev = NULL;
     pg->next = *head;
-    if (*head)
-        (*head)->prev = pg;
+    if (*head) (*head)->prev = pg;
     *head = pg;
 }
 
@@ -83,8 +78,7 @@ static inline void pl_list_remove(ppage_t **head, ppage_t *pg)
         pg->prev->next = pg->next;
     else
         *head = pg->next;
-    if (pg->next)
-        pg->next->prev = pg->prev;
+    if (pg->next) pg->next->prev = pg->prev;
     pg->prev = pg->next = NULL;
 }
 
@@ -118,8 +112,7 @@ static inline size_t pl_slot_requested(const pool_t *p, pslot_t s, uintptr_t add
 {
     uint32_t d = s >> PL_SLOT_GBITS;
     uint64_t v = 0;
-    if (d != PL_REQ_ESCAPE)
-        return pl_slot_granted(s) - d;
+    if (d != PL_REQ_ESCAPE) return pl_slot_granted(s) - d;
     addrmap_get(&p->req_map, addr, &v);
     return (size_t)v;
 }
@@ -134,8 +127,7 @@ static inline uintptr_t pl_slot_take(pool_t *p, ppage_t *pg, size_t granted, siz
     unsigned idx = w * 64u + (unsigned)__builtin_ctzll(word);
     word &= word - 1;
     pg->bits[w] = word;
-    if (!word)
-        pg->summary &= ~(1ull << w);
+    if (!word) pg->summary &= ~(1ull << w);
     uintptr_t addr = pg->addr + (uintptr_t)idx * pg->slot;
     uint32_t d = (uint32_t)(granted - requested);
     if (d >= PL_REQ_ESCAPE) {
@@ -146,8 +138,7 @@ static inline uintptr_t pl_slot_take(pool_t *p, ppage_t *pg, size_t granted, siz
     pg->dirty = 1;
     p->slab_free_bytes -= pg->slot;
     p->cls[pg->cls].live++;
-    if (++pg->live == pg->nslots)
-        pl_partial_remove(&p->cls[pg->cls], pg);
+    if (++pg->live == pg->nslots) pl_partial_remove(&p->cls[pg->cls], pg);
     return addr;
 }
 
@@ -155,14 +146,11 @@ static inline uintptr_t pl_slot_take(pool_t *p, ppage_t *pg, size_t granted, siz
 static inline long pl_slot_live(const ppage_t *pg, uintptr_t addr)
 {
     uintptr_t off = addr - pg->addr;
-    if (off & (POOL_ALIGN - 1))
-        return -1;
+    if (off & (POOL_ALIGN - 1)) return -1;
     uint32_t u = (uint32_t)(off >> PL_GRAN_SHIFT);
     uint32_t idx = (uint32_t)(((uint64_t)u * pg->inv) >> 31);
-    if ((uintptr_t)idx * pg->slot != off)
-        return -1;
-    if (pg->bits[idx >> 6] >> (idx & 63) & 1)
-        return -1; /* free: double free */
+    if ((uintptr_t)idx * pg->slot != off) return -1;
+    if (pg->bits[idx >> 6] >> (idx & 63) & 1) return -1; /* free: double free */
     return (long)idx;
 }
 
@@ -172,8 +160,7 @@ static inline uint32_t pl_next_free(const ppage_t *pg, uint32_t i)
     while (i < pg->nslots) {
         uint32_t w = i >> 6;
         uint64_t m = pg->bits[w] & (~0ull << (i & 63));
-        if (m)
-            return w * 64u + (uint32_t)__builtin_ctzll(m); /* bits past nslots are 0 */
+        if (m) return w * 64u + (uint32_t)__builtin_ctzll(m); /* bits past nslots are 0 */
         i = (w + 1) * 64u;
     }
     return pg->nslots;
@@ -207,8 +194,7 @@ static inline void pl_slot_give(pool_t *p, ppage_t *pg, uint32_t idx)
     c->live--;
     uint32_t was = pg->live--;
     if (pg->live == 0) {
-        if (was != pg->nslots)
-            pl_partial_remove(c, pg);
+        if (was != pg->nslots) pl_partial_remove(c, pg);
         pl_page_emptied(p, pg);
     } else if (was == pg->nslots) {
         pl_partial_push(c, pg);

@@ -59,8 +59,7 @@ static inline void pheap_insert(pheap_t *h, pblock_t *b)
     pblock_t *head = h->head[fl][sl];
     b->free_prev = NULL;
     b->free_next = head;
-    if (head)
-        head->free_prev = b;
+    if (head) head->free_prev = b;
     h->head[fl][sl] = b;
     h->sl_bitmap[fl] |= 1u << sl;
     h->fl_bitmap |= 1ull << fl;
@@ -79,12 +78,10 @@ static inline void pheap_remove(pheap_t *h, pblock_t *b)
         b->free_prev->free_next = b->free_next;
     else
         h->head[fl][sl] = b->free_next;
-    if (b->free_next)
-        b->free_next->free_prev = b->free_prev;
+    if (b->free_next) b->free_next->free_prev = b->free_prev;
     if (!h->head[fl][sl]) {
         h->sl_bitmap[fl] &= ~(1u << sl);
-        if (!h->sl_bitmap[fl])
-            h->fl_bitmap &= ~(1ull << fl);
+        if (!h->sl_bitmap[fl]) h->fl_bitmap &= ~(1ull << fl);
     }
     b->free_prev = b->free_next = NULL;
     h->free_bytes -= b->size;
@@ -100,8 +97,7 @@ static inline pblock_t *pheap_find_suitable(const pheap_t *h, unsigned fl, unsig
     uint32_t slm = h->sl_bitmap[fl] & (~0u << sl);
     if (!slm) {
         uint64_t flm = fl + 1 < 64 ? h->fl_bitmap & (~0ull << (fl + 1)) : 0;
-        if (!flm)
-            return NULL;
+        if (!flm) return NULL;
         fl = (unsigned)__builtin_ctzll(flm);
         slm = h->sl_bitmap[fl];
     }
@@ -114,37 +110,31 @@ static inline pblock_t *pheap_find(const pheap_t *h, size_t size)
     unsigned f0, s0;
     pheap_mapping_units(u, &f0, &s0);
     pblock_t *own = h->head[f0][s0];
-    if (own && own->size >= size)
-        return own; /* step 1 */
+    if (own && own->size >= size) return own; /* step 1 */
     size_t ur = u;
-    if (u >= PH_SL_COUNT)
-        ur = u + ((size_t)1 << (pheap_msb64(u) - PH_SL_LOG2)) - 1;
+    if (u >= PH_SL_COUNT) ur = u + ((size_t)1 << (pheap_msb64(u) - PH_SL_LOG2)) - 1;
     unsigned f, s;
     pheap_mapping_units(ur, &f, &s);
     if (f < PH_FL_COUNT) {
         pblock_t *b = pheap_find_suitable(h, f, s); /* step 2 */
-        if (b)
-            return b;
+        if (b) return b;
     }
     if (own) { /* step 3 */
         unsigned probes = 1;
         for (pblock_t *b = own->free_next; b && probes < PL_PROBE; b = b->free_next, probes++)
-            if (b->size >= size)
-                return b;
+            if (b->size >= size) return b;
     }
     return NULL;
 }
 
 static inline pblock_t *pheap_split(pheap_t *h, pdesc_t *s, pblock_t *b, size_t size, int from_top)
 {
-    if (b->size == size)
-        return b;
+    if (b->size == size) return b;
     pblock_t *r = pdesc_get(s);
     r->state = PB_FREE;
     r->phys_prev = b;
     r->phys_next = b->phys_next;
-    if (r->phys_next)
-        r->phys_next->phys_prev = r;
+    if (r->phys_next) r->phys_next->phys_prev = r;
     b->phys_next = r;
     if (!from_top) {
         r->addr = b->addr + size;
@@ -169,8 +159,7 @@ static inline pblock_t *pheap_coalesce(pheap_t *h, pdesc_t *s, pblock_t *b)
         pheap_remove(h, n);
         b->size += n->size;
         b->phys_next = n->phys_next;
-        if (b->phys_next)
-            b->phys_next->phys_prev = b;
+        if (b->phys_next) b->phys_next->phys_prev = b;
         pdesc_put(s, n);
     }
     pblock_t *p = b->phys_prev;
@@ -178,8 +167,7 @@ static inline pblock_t *pheap_coalesce(pheap_t *h, pdesc_t *s, pblock_t *b)
         pheap_remove(h, p);
         p->size += b->size;
         p->phys_next = b->phys_next;
-        if (p->phys_next)
-            p->phys_next->phys_prev = p;
+        if (p->phys_next) p->phys_next->phys_prev = p;
         pdesc_put(s, b);
         b = p;
     }

@@ -28,7 +28,7 @@
 #define HUGE_PAGE (2u << 20)
 #define RESERVE_MIN_BYTES ((size_t)64 << 20)
 #define RETIRE_GRACE_NS (200ull * 1000 * 1000) /* a pool operation takes microseconds */
-#define RETIRE_KEEP_MAX 32                      /* retired pools kept at most, whatever their age */
+#define RETIRE_KEEP_MAX 32                     /* retired pools kept at most, whatever their age */
 
 shim_device_t shim_devices[SHIM_MAX_DEVICES];
 shim_counters_t shim_unknown_device_counters;
@@ -107,7 +107,8 @@ static int reserve(shim_device_t *d, int device, reservation_t *out)
     }
     if (rc != ACL_SUCCESS) {
         log_warn("device %d: the runtime refused every pool reservation (last code %d); "
-                 "this device runs without a pool until aclrtResetDevice", device, rc);
+                 "this device runs without a pool until aclrtResetDevice",
+                 device, rc);
         return -1;
     }
     out->base = base;

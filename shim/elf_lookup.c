@@ -22,10 +22,10 @@ static int str_eq(const char *a, const char *b)
 }
 
 typedef struct dyn_tables {
-    const ElfW(Sym) *symtab;     /* .dynsym */
+    const ElfW(Sym) * symtab;    /* .dynsym */
     const char *strtab;          /* .dynstr */
-    const ElfW(Half) *versym;    /* version index per symbol, may be NULL */
-    const ElfW(Verdef) *verdef;  /* version definitions, may be NULL */
+    const ElfW(Half) * versym;   /* version index per symbol, may be NULL */
+    const ElfW(Verdef) * verdef; /* version definitions, may be NULL */
     const uint32_t *gnu_hash;    /* DT_GNU_HASH, may be NULL */
     const uint32_t *sysv_hash;   /* DT_HASH, may be NULL */
 } dyn_tables_t;
@@ -73,7 +73,8 @@ static int symbol_matches(const dyn_tables_t *t, uint32_t i, const char *name, c
     const ElfW(Sym) *s = &t->symtab[i];
     int type = ELF64_ST_TYPE(s->st_info);
     if (s->st_shndx == SHN_UNDEF || s->st_value == 0) return 0;
-    if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE) return 0;
+    if (type != STT_FUNC && type != STT_OBJECT && type != STT_GNU_IFUNC && type != STT_NOTYPE)
+        return 0;
     if (!str_eq(t->strtab + s->st_name, name)) return 0;
     if (!t->versym) return version == NULL;
     ElfW(Half) v = t->versym[i];

@@ -54,10 +54,10 @@ static aclError forward_alloc(enum shim_entry e, void **dev_ptr, size_t size,
     case SHIM_MALLOC_WITH_CFG:
         if (REAL(aclrtMallocWithCfg)) return REAL(aclrtMallocWithCfg)(dev_ptr, size, policy, cfg);
         break;
-    default:
-        break;
+    default: break;
     }
-    log_error("%s: the real runtime does not provide it (is libascendcl.so loaded?)", entry_names[e]);
+    log_error("%s: the real runtime does not provide it (is libascendcl.so loaded?)",
+              entry_names[e]);
     return ACL_ERROR_UNINITIALIZE;
 }
 
@@ -120,13 +120,13 @@ static aclError shim_alloc(enum shim_entry e, void **dev_ptr, size_t size,
     int device = -1;
     if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS)
         return forward_alloc(e, dev_ptr, size, policy, cfg); /* the runtime gives its own error */
-    uint32_t stack = observe_capture_stack(); /* before any lock */
+    uint32_t stack = observe_capture_stack();                /* before any lock */
     size_t granted = e == SHIM_MALLOC_ALIGN32 ? ACL_ALIGN32_SIZE(size) : ACL_PADDED_SIZE(size);
     if (size > SIZE_MAX / 2) granted = SIZE_MAX / 2; /* cannot be served; keeps the sums sane */
     if (device < 0 || device >= SHIM_MAX_DEVICES || !policy_is_poolable(policy) ||
         (e == SHIM_MALLOC_WITH_CFG && cfg_names_other_device(cfg, device)))
-        return record_forwarded(e, dev_ptr, size, granted, policy, cfg, device,
-                                FOREIGN_PASSTHROUGH, stack);
+        return record_forwarded(e, dev_ptr, size, granted, policy, cfg, device, FOREIGN_PASSTHROUGH,
+                                stack);
 
     shim_device_t *d = &shim_devices[device];
     pool_t *pool = device_pool_get_or_create(device);
@@ -142,10 +142,11 @@ static aclError shim_alloc(enum shim_entry e, void **dev_ptr, size_t size,
     }
     aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
     if (npupool_opt.fallback) {
-        rc = record_forwarded(e, dev_ptr, size, granted, policy, cfg, device, FOREIGN_FALLBACK, stack);
+        rc = record_forwarded(e, dev_ptr, size, granted, policy, cfg, device, FOREIGN_FALLBACK,
+                              stack);
         if (rc == ACL_SUCCESS) {
-            log_debug("%s(%zu) on device %d served by the runtime: the pool had no block", entry_names[e],
-                      size, device);
+            log_debug("%s(%zu) on device %d served by the runtime: the pool had no block",
+                      entry_names[e], size, device);
             return rc;
         }
         if (rc != ACL_ERROR_RT_MEMORY_ALLOCATION) return rc;
@@ -224,7 +225,8 @@ static aclError shim_free(void *dev_ptr, int sync)
         counters_add(c, real_frees, 1);
         if (rc != ACL_SUCCESS) {
             foreign_add(addr, &rec); /* the runtime kept it: so do we */
-            log_warn("%s(%p): the runtime refused to free its own allocation (%d)", name, dev_ptr, rc);
+            log_warn("%s(%p): the runtime refused to free its own allocation (%d)", name, dev_ptr,
+                     rc);
             return rc;
         }
         if (rec.origin == FOREIGN_FALLBACK) {
@@ -237,7 +239,8 @@ static aclError shim_free(void *dev_ptr, int sync)
     counters_add(&shim_unknown_device_counters, forwarded_frees, 1);
     if (rc != ACL_SUCCESS) {
         counters_add(&shim_unknown_device_counters, invalid_frees, 1);
-        log_warn("%s(%p): pointer unknown to npupool; the runtime refused it too (%d)", name, dev_ptr, rc);
+        log_warn("%s(%p): pointer unknown to npupool; the runtime refused it too (%d)", name,
+                 dev_ptr, rc);
     }
     return rc;
 }
@@ -248,11 +251,14 @@ EXPORT aclError aclrtFreeWithDevSync(void *devPtr) { return shim_free(devPtr, 1)
 static int attr_is_device_hbm(aclrtMemAttr attr)
 {
     switch (attr) {
-    case ACL_HBM_MEM: case ACL_HBM_MEM_HUGE: case ACL_HBM_MEM_NORMAL: case ACL_HBM_MEM_HUGE1G:
-    case ACL_MEM_NORMAL: case ACL_MEM_HUGE: case ACL_MEM_HUGE1G:
-        return 1;
-    default:
-        return 0;
+    case ACL_HBM_MEM:
+    case ACL_HBM_MEM_HUGE:
+    case ACL_HBM_MEM_NORMAL:
+    case ACL_HBM_MEM_HUGE1G:
+    case ACL_MEM_NORMAL:
+    case ACL_MEM_HUGE:
+    case ACL_MEM_HUGE1G: return 1;
+    default: return 0;
     }
 }
 
@@ -291,7 +297,8 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
         shim_counters_t *c = &shim_devices[deviceId].counters;
         counters_sub(c, fallback_bytes, counters_get(c, fallback_bytes));
         observe_after_reset(deviceId);
-        log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId, dropped);
+        log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId,
+                 dropped);
     }
     return rc;
 }

@@ -8,8 +8,8 @@
 #include "addrmap.h"
 
 static pthread_mutex_t foreign_lock = PTHREAD_MUTEX_INITIALIZER;
-static addrmap_t foreign_map;  /* guarded by foreign_lock */
-static int foreign_ready;      /* foreign_map initialised; guarded by foreign_lock */
+static addrmap_t foreign_map; /* guarded by foreign_lock */
+static int foreign_ready;     /* foreign_map initialised; guarded by foreign_lock */
 
 static uint64_t pack(const foreign_rec_t *r)
 {
@@ -45,9 +45,9 @@ int foreign_take(uintptr_t addr, foreign_rec_t *out)
 }
 
 typedef struct collect_ctx {
-    int device;        /* device whose keys are wanted */
-    uintptr_t *keys;   /* output array */
-    size_t n, cap;     /* used / allocated */
+    int device;      /* device whose keys are wanted */
+    uintptr_t *keys; /* output array */
+    size_t n, cap;   /* used / allocated */
 } collect_ctx_t;
 
 static int collect(void *ctx, uintptr_t key, uint64_t val)

@@ -30,7 +30,8 @@ void log_write(enum log_level level, log_site_t *site, const char *fmt, ...)
     char buf[512];
     size_t len;
     if (n == LOG_BURST) {
-        len = (size_t)snprintf(buf, sizeof buf, "npupool: (further messages like the last suppressed)\n");
+        len = (size_t)snprintf(buf, sizeof buf,
+                               "npupool: (further messages like the last suppressed)\n");
     } else {
         int head = snprintf(buf, sizeof buf, "npupool: ");
         va_list ap;
@@ -49,6 +50,9 @@ void log_format_bytes(char *buf, size_t len, size_t bytes)
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
     int u = 0;
-    while (v >= 1024 && u < 4) { v /= 1024; u++; }
+    while (v >= 1024 && u < 4) {
+        v /= 1024;
+        u++;
+    }
     snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }

@@ -29,9 +29,9 @@ void log_write(enum log_level level, log_site_t *site, const char *fmt, ...)
 /* "1.5 GiB"-style text for a byte count, into buf (always terminated). */
 void log_format_bytes(char *buf, size_t len, size_t bytes);
 
-#define npupool_log(level, ...)                                                \
-    do {                                                                       \
-        static log_site_t log_site_;                                           \
+#define npupool_log(level, ...)                                                    \
+    do {                                                                           \
+        static log_site_t log_site_;                                               \
         if ((level) <= log_threshold) log_write((level), &log_site_, __VA_ARGS__); \
     } while (0)
 

@@ -26,7 +26,8 @@ static void for_each_device(void *ctx,
     for (int dev = 0; dev < SHIM_MAX_DEVICES; dev++) {
         shim_device_t *d = &shim_devices[dev];
         pool_t *pool = device_pool_peek(dev);
-        int active = pool || counters_get(&d->counters, allocs) || counters_get(&d->counters, real_allocs) ||
+        int active = pool || counters_get(&d->counters, allocs) ||
+                     counters_get(&d->counters, real_allocs) ||
                      counters_get(&d->counters, invalid_frees) || ledger_live_count(dev) > 0;
         if (active) cb(cbctx, dev, pool, &d->counters);
     }
@@ -64,11 +65,13 @@ void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
         [SHIM_MALLOC_CACHED] = LEDGER_MALLOC_CACHED,
         [SHIM_MALLOC_WITH_CFG] = LEDGER_MALLOC_WITH_CFG,
     };
-    ledger_record_alloc(addr, device < 0 ? 0 : device, requested, granted, entries[e], origins[origin], stack);
+    ledger_record_alloc(addr, device < 0 ? 0 : device, requested, granted, entries[e],
+                        origins[origin], stack);
     trace_alloc(device, addr, requested);
 }
 
-void observe_vmm(enum observe_vmm_kind kind, uintptr_t addr, int device, size_t size, uint32_t stack)
+void observe_vmm(enum observe_vmm_kind kind, uintptr_t addr, int device, size_t size,
+                 uint32_t stack)
 {
     ledger_record_alloc(addr, device < 0 ? 0 : device, size, size,
                         kind == OBSERVE_VMM_PHYSICAL ? LEDGER_MALLOC_PHYSICAL : LEDGER_MAP_MEM,
@@ -95,16 +98,19 @@ void observe_oom(enum shim_entry e, int device, size_t requested, size_t granted
     pool_stats_t st = {0};
     if (pool) pool_get_stats(pool, &st);
     if (!pool) {
-        log_warn("%s(%zu bytes) on device %d refused with %d: no pool on this device%s", shim_entry_name(e),
-                 requested, device, 207001, npupool_opt.fallback ? " and the runtime refused too" : "");
+        log_warn("%s(%zu bytes) on device %d refused with %d: no pool on this device%s",
+                 shim_entry_name(e), requested, device, 207001,
+                 npupool_opt.fallback ? " and the runtime refused too" : "");
     } else {
         log_format_bytes(free_s, sizeof free_s, st.free_bytes);
         log_format_bytes(largest_s, sizeof largest_s, st.largest_free_bytes);
-        log_warn("%s(%zu bytes) on device %d refused with %d (%s): needs %s (%zu B), pool has %s free, "
-                 "largest free block %s (%zu B)%s",
-                 shim_entry_name(e), requested, device, 207001,
-                 st.free_bytes >= granted ? "fragmentation" : "exhausted", want, granted, free_s, largest_s,
-                 st.largest_free_bytes, npupool_opt.fallback ? "; the runtime refused the fallback too" : "");
+        log_warn(
+            "%s(%zu bytes) on device %d refused with %d (%s): needs %s (%zu B), pool has %s free, "
+            "largest free block %s (%zu B)%s",
+            shim_entry_name(e), requested, device, 207001,
+            st.free_bytes >= granted ? "fragmentation" : "exhausted", want, granted, free_s,
+            largest_s, st.largest_free_bytes,
+            npupool_opt.fallback ? "; the runtime refused the fallback too" : "");
     }
     report_oom_info_t info = {
         .requested_bytes = requested,

@@ -16,11 +16,12 @@
 enum observe_origin { OBSERVE_POOL, OBSERVE_FALLBACK, OBSERVE_PASSTHROUGH };
 enum observe_vmm_kind { OBSERVE_VMM_PHYSICAL, OBSERVE_VMM_MAP };
 
-void observe_init(void);             /* from the constructor, after options_init */
+void observe_init(void); /* from the constructor, after options_init */
 uint32_t observe_capture_stack(void);
 void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted, enum shim_entry e,
                    enum observe_origin origin, uint32_t stack);
-void observe_vmm(enum observe_vmm_kind kind, uintptr_t addr, int device, size_t size, uint32_t stack);
+void observe_vmm(enum observe_vmm_kind kind, uintptr_t addr, int device, size_t size,
+                 uint32_t stack);
 /* Forget addr in the ledger and, when `traced` and it was recorded, write its free to the trace.
  * Call it BEFORE the memory can be reused.  Returns 1 if it was recorded. */
 int observe_forget(uintptr_t addr, int device, int traced);

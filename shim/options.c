@@ -40,10 +40,22 @@ int options_parse_size(const char *text, size_t *out)
     if (errno || end == text || v < 0) return -1;
     double mult = 1;
     switch (toupper((unsigned char)*end)) {
-    case 'K': mult = 1024.0; end++; break;
-    case 'M': mult = 1024.0 * 1024; end++; break;
-    case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'K':
+        mult = 1024.0;
+        end++;
+        break;
+    case 'M':
+        mult = 1024.0 * 1024;
+        end++;
+        break;
+    case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 'T':
+        mult = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
     default: break;
     }
     if (mult > 1 && (*end == 'i' || *end == 'I')) end++;
@@ -60,20 +72,32 @@ int options_parse_bool(const char *text, int *out)
     static const char *yes[] = {"1", "true", "on", "yes"};
     static const char *no[] = {"0", "false", "off", "no"};
     for (size_t i = 0; i < 4; i++) {
-        if (!strcasecmp(text, yes[i])) { *out = 1; return 0; }
-        if (!strcasecmp(text, no[i])) { *out = 0; return 0; }
+        if (!strcasecmp(text, yes[i])) {
+            *out = 1;
+            return 0;
+        }
+        if (!strcasecmp(text, no[i])) {
+            *out = 0;
+            return 0;
+        }
     }
     return -1;
 }
 
 int options_parse_signal(const char *text, int *out)
 {
-    static const struct { const char *name; int sig; } names[] = {
-        {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
+    static const struct {
+        const char *name;
+        int sig;
+    } names[] = {
+        {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
         {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"URG", SIGURG},
     };
     int off;
-    if (options_parse_bool(text, &off) == 0 && off == 0) { *out = 0; return 0; }
+    if (options_parse_bool(text, &off) == 0 && off == 0) {
+        *out = 0;
+        return 0;
+    }
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
@@ -84,7 +108,10 @@ int options_parse_signal(const char *text, int *out)
     }
     const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcasecmp(name, names[i].name)) { *out = names[i].sig; return 0; }
+        if (!strcasecmp(name, names[i].name)) {
+            *out = names[i].sig;
+            return 0;
+        }
     return -1;
 }
 
@@ -129,9 +156,18 @@ static int parse_seconds(const char *text, void *field)
     return 0;
 }
 
-static int parse_size_field(const char *text, void *field) { return options_parse_size(text, field); }
-static int parse_bool_field(const char *text, void *field) { return options_parse_bool(text, field); }
-static int parse_signal_field(const char *text, void *field) { return options_parse_signal(text, field); }
+static int parse_size_field(const char *text, void *field)
+{
+    return options_parse_size(text, field);
+}
+static int parse_bool_field(const char *text, void *field)
+{
+    return options_parse_bool(text, field);
+}
+static int parse_signal_field(const char *text, void *field)
+{
+    return options_parse_signal(text, field);
+}
 
 static int parse_depth(const char *text, void *field)
 {
@@ -147,8 +183,14 @@ static int parse_level(const char *text, void *field)
 {
     static const char *levels[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; i++)
-        if (!strcasecmp(text, levels[i])) { *(int *)field = i; return 0; }
-    if (!strcasecmp(text, "warning")) { *(int *)field = LOG_WARN; return 0; }
+        if (!strcasecmp(text, levels[i])) {
+            *(int *)field = i;
+            return 0;
+        }
+    if (!strcasecmp(text, "warning")) {
+        *(int *)field = LOG_WARN;
+        return 0;
+    }
     return -1;
 }
 
@@ -196,7 +238,8 @@ static option_row_t option_table[] = {
 
 static void render(option_row_t *row)
 {
-    if (row->parse == parse_ratio || row->parse == parse_ratio_or_off || row->parse == parse_seconds)
+    if (row->parse == parse_ratio || row->parse == parse_ratio_or_off ||
+        row->parse == parse_seconds)
         snprintf(row->shown, sizeof row->shown, "%g", *(double *)row->field);
     else if (row->parse == parse_count)
         snprintf(row->shown, sizeof row->shown, "%ld", *(long *)row->field);
@@ -225,8 +268,9 @@ static void options_parse_all(void)
         if (row->field == &npupool_opt.log_level) log_threshold = npupool_opt.log_level;
     }
     if (npupool_opt.critical_ratio > 0 && npupool_opt.critical_ratio < npupool_opt.warn_ratio) {
-        log_warn("NPUPOOL_CRITICAL_RATIO (%g) is below NPUPOOL_WARN_RATIO (%g); using the warning ratio",
-                 npupool_opt.critical_ratio, npupool_opt.warn_ratio);
+        log_warn(
+            "NPUPOOL_CRITICAL_RATIO (%g) is below NPUPOOL_WARN_RATIO (%g); using the warning ratio",
+            npupool_opt.critical_ratio, npupool_opt.warn_ratio);
         npupool_opt.critical_ratio = npupool_opt.warn_ratio;
     }
     for (size_t i = 0; i < OPTION_COUNT; i++) render(&option_table[i]);
@@ -260,5 +304,6 @@ const char *npupool_option_str(const char *name)
 
 void options_for_each(void (*cb)(void *ctx, const char *name, const char *value), void *ctx)
 {
-    for (size_t i = 0; i < OPTION_COUNT; i++) cb(ctx, option_table[i].name, row_value(&option_table[i]));
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        cb(ctx, option_table[i].name, row_value(&option_table[i]));
 }

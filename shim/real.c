@@ -22,14 +22,12 @@ static void *const hook_addresses[REAL_HOOK_COUNT] = {
 
 static void *real_cache[REAL_COUNT]; /* resolved addresses, atomically published */
 
-
 elf_dlsym_fn real_dlsym(void)
 {
     elf_dlsym_fn f = elf_glibc_dlsym();
     if (!f) log_error("cannot find glibc's dlsym; npupool cannot reach the runtime");
     return f;
 }
-
 
 /* 1 when p lies in libnpupool.so itself: such an address must never be taken for the runtime's. */
 static int is_own_code(const void *p)

@@ -16,10 +16,11 @@
 #include "elf_lookup.h"
 
 /* X(name): entry points the shim defines. */
-#define SHIM_HOOKS(X)                                                                      \
-    X(aclrtMalloc) X(aclrtMallocAlign32) X(aclrtMallocCached) X(aclrtMallocWithCfg)        \
-    X(aclrtFree) X(aclrtFreeWithDevSync) X(aclrtGetMemInfo) X(aclrtResetDevice)            \
-    X(aclFinalize) X(aclrtMallocPhysical) X(aclrtFreePhysical) X(aclrtMapMem) X(aclrtUnmapMem)
+#define SHIM_HOOKS(X)                                                                 \
+    X(aclrtMalloc)                                                                    \
+    X(aclrtMallocAlign32) X(aclrtMallocCached) X(aclrtMallocWithCfg) X(aclrtFree)     \
+        X(aclrtFreeWithDevSync) X(aclrtGetMemInfo) X(aclrtResetDevice) X(aclFinalize) \
+            X(aclrtMallocPhysical) X(aclrtFreePhysical) X(aclrtMapMem) X(aclrtUnmapMem)
 /* X(name): functions the shim calls but does not define. */
 #define SHIM_CALLS(X) X(aclrtGetDevice) X(aclrtSynchronizeDevice)
 
@@ -43,10 +44,10 @@ void real_resolve_all(void);
 
 /* Hidden aliases of the shim's hook definitions (defined in entry.c): their addresses are the
  * shim's own code even when a program's canonical PLT address stands for the exported name. */
-#define REAL_DECLARE_ALIAS(name) extern __typeof__(name) shim_##name __attribute__((visibility("hidden")));
+#define REAL_DECLARE_ALIAS(name) \
+    extern __typeof__(name) shim_##name __attribute__((visibility("hidden")));
 SHIM_HOOKS(REAL_DECLARE_ALIAS)
 #undef REAL_DECLARE_ALIAS
-
 
 /* glibc's dlsym (elf_glibc_dlsym), with one error line when it cannot be found. */
 

@@ -21,21 +21,26 @@
 #define SHIM_MAX_DEVICES 64
 
 /* The allocating entry points, for logs, counters and the ledger. */
-enum shim_entry { SHIM_MALLOC, SHIM_MALLOC_ALIGN32, SHIM_MALLOC_CACHED, SHIM_MALLOC_WITH_CFG,
-                  SHIM_ENTRY_COUNT };
+enum shim_entry {
+    SHIM_MALLOC,
+    SHIM_MALLOC_ALIGN32,
+    SHIM_MALLOC_CACHED,
+    SHIM_MALLOC_WITH_CFG,
+    SHIM_ENTRY_COUNT
+};
 const char *shim_entry_name(enum shim_entry e);
 
 typedef struct shim_device {
-    pool_t *pool;               /* atomically published; NULL until first allocation */
-    uintptr_t reservation;      /* address the runtime gave for the pool */
-    size_t reservation_bytes;   /* bytes managed by the pool */
-    int reserve_failed;         /* 1: the runtime refused every reservation size; no retry until reset */
-    int creating;               /* 1 while one thread reserves this device's pool (lock released) */
-    shim_counters_t counters;   /* events on this device */
+    pool_t *pool;             /* atomically published; NULL until first allocation */
+    uintptr_t reservation;    /* address the runtime gave for the pool */
+    size_t reservation_bytes; /* bytes managed by the pool */
+    int reserve_failed; /* 1: the runtime refused every reservation size; no retry until reset */
+    int creating;       /* 1 while one thread reserves this device's pool (lock released) */
+    shim_counters_t counters; /* events on this device */
 } shim_device_t;
 
 extern shim_device_t shim_devices[SHIM_MAX_DEVICES];
-extern pthread_mutex_t shim_devices_lock; /* pool creation, reset, finalize */
+extern pthread_mutex_t shim_devices_lock;            /* pool creation, reset, finalize */
 extern shim_counters_t shim_unknown_device_counters; /* events whose device is unknown */
 
 void shim_ensure_init(void);

@@ -19,10 +19,10 @@ typedef struct shim_counters {
     uint64_t passthrough_allocs; /* not poolable (policy/cfg/VMM): forwarded and recorded */
     uint64_t ooms;               /* requests answered 207001 */
     uint64_t invalid_frees;      /* double free, interior or unknown pointer */
-    uint64_t forwarded_frees;    /* frees of pointers npupool never handed out, sent to the runtime */
-    uint64_t real_allocs;        /* allocation calls that reached the runtime (incl. reservations) */
-    uint64_t real_frees;         /* free calls that reached the runtime */
-    uint64_t pool_reservations;  /* pools created on this device (1 + one per reset) */
+    uint64_t forwarded_frees; /* frees of pointers npupool never handed out, sent to the runtime */
+    uint64_t real_allocs;     /* allocation calls that reached the runtime (incl. reservations) */
+    uint64_t real_frees;      /* free calls that reached the runtime */
+    uint64_t pool_reservations;    /* pools created on this device (1 + one per reset) */
     uint64_t reservation_failures; /* refused reservation attempts (each back-off step) */
 } shim_counters_t;
 

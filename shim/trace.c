@@ -33,7 +33,7 @@ static struct {
     pthread_mutex_t lock;      /* guards fd, len, buf */
     char tmpl[PATH_MAX];       /* NPUPOOL_TRACE as given */
     char buf[TRACE_BUF_BYTES]; /* buffered lines */
-} tr = { .on = 0, .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+} tr = {.on = 0, .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Cached kernel thread id; 0 = not fetched yet.  initial-exec: no __tls_get_addr (no malloc). */
 static __thread pid_t trace_tid __attribute__((tls_model("initial-exec")));
@@ -130,7 +130,8 @@ static int file_open_unlocked(pid_t pid)
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
-        log_error("NPUPOOL_TRACE=%s: cannot open %s: %s, tracing off", tr.tmpl, path, strerror(errno));
+        log_error("NPUPOOL_TRACE=%s: cannot open %s: %s, tracing off", tr.tmpl, path,
+                  strerror(errno));
         return -1;
     }
     char head[160];
@@ -167,7 +168,8 @@ static void buf_flush_unlocked(void)
 {
     if (tr.fd < 0 || tr.len == 0) return;
     if (write_all(tr.fd, tr.buf, tr.len) != 0) {
-        log_error("NPUPOOL_TRACE: write failed: %s, tracing off (the trace ends early)", strerror(errno));
+        log_error("NPUPOOL_TRACE: write failed: %s, tracing off (the trace ends early)",
+                  strerror(errno));
         file_close_unlocked();
         return;
     }
@@ -197,7 +199,8 @@ int trace_open_from_env(void)
 
 /* ---- events ------------------------------------------------------------------------------- */
 
-static void record(const char *action, size_t alen, int device, uintptr_t ptr, int has_size, size_t size)
+static void record(const char *action, size_t alen, int device, uintptr_t ptr, int has_size,
+                   size_t size)
 {
     /* Everything but the time stamp is formatted before taking the lock. */
     char tail[TRACE_LINE_MAX];
@@ -261,15 +264,9 @@ void trace_flush(void)
 
 /* ---- fork --------------------------------------------------------------------------------- */
 
-void trace_atfork_prepare(void)
-{
-    pthread_mutex_lock(&tr.lock);
-}
+void trace_atfork_prepare(void) { pthread_mutex_lock(&tr.lock); }
 
-void trace_atfork_parent(void)
-{
-    pthread_mutex_unlock(&tr.lock);
-}
+void trace_atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 
 void trace_atfork_child(void)
 {

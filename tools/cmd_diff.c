@@ -20,7 +20,8 @@ static const char diff_help[] =
     "usage: npupool diff OLD NEW [--top N] [--stacks] [--fail-on-growth BYTES]\n"
     "\n"
     "What grew between two reports of the same process (or two runs of one program): per stack,\n"
-    "the change in live allocations and bytes, sorted by growth; shrinking stacks are listed apart.\n"
+    "the change in live allocations and bytes, sorted by growth; shrinking stacks are listed "
+    "apart.\n"
     "Take two snapshots hours apart (SIGUSR2 or NPUPOOL_REPORT_INTERVAL) to find a slow leak.\n"
     "\n"
     "  --top N                 rows per section (default 20)\n"
@@ -51,7 +52,8 @@ static char *stack_key(const rep_leak_t *l)
     for (size_t i = 0; i < l->nframes; i++) {
         const rep_frame_t *f = &l->frames[i];
         if (f->module && f->has_offset)
-            n += (size_t)snprintf(k + n, cap - n, "|%s+%" PRIx64, rep_basename(f->module), f->offset);
+            n += (size_t)snprintf(k + n, cap - n, "|%s+%" PRIx64, rep_basename(f->module),
+                                  f->offset);
         else
             n += (size_t)snprintf(k + n, cap - n, "|%s", f->function ? f->function : "?");
     }
@@ -84,8 +86,9 @@ static int by_shrink(const void *a, const void *b)
 static void print_row(const entry_t *e, int stacks)
 {
     char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN], site[256];
-    printf("  %12s %+9" PRId64 " %11s %9" PRId64 " %4ld  %s\n", tool_sbytes(b1, e->new_bytes - e->old_bytes),
-           e->new_count - e->old_count, tool_bytes(b2, (uint64_t)e->new_bytes), e->new_count, e->leak->device,
+    printf("  %12s %+9" PRId64 " %11s %9" PRId64 " %4ld  %s\n",
+           tool_sbytes(b1, e->new_bytes - e->old_bytes), e->new_count - e->old_count,
+           tool_bytes(b2, (uint64_t)e->new_bytes), e->new_count, e->leak->device,
            rep_stack_label(e->leak, site, sizeof site));
     if (stacks) {
         for (size_t f = 0; f < e->leak->nframes; f++) {
@@ -98,9 +101,11 @@ static void print_row(const entry_t *e, int stacks)
 int cmd_diff(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "top", required_argument, NULL, 't' }, { "stacks", no_argument, NULL, 's' },
-        { "fail-on-growth", required_argument, NULL, 'F' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"top", required_argument, NULL, 't'},
+        {"stacks", no_argument, NULL, 's'},
+        {"fail-on-growth", required_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     uint64_t top = 20, fail_bytes = 0;
     int stacks = 0, have_fail = 0, c;
@@ -141,8 +146,10 @@ int cmd_diff(int argc, char **argv)
         if (e[i].key == NULL) goto oom;
         e[i].leak = l;
         e[i].side = i >= ro.nleaks;
-        if (e[i].side) e[i].new_count = (int64_t)l->count, e[i].new_bytes = (int64_t)l->bytes;
-        else e[i].old_count = (int64_t)l->count, e[i].old_bytes = (int64_t)l->bytes;
+        if (e[i].side)
+            e[i].new_count = (int64_t)l->count, e[i].new_bytes = (int64_t)l->bytes;
+        else
+            e[i].old_count = (int64_t)l->count, e[i].old_bytes = (int64_t)l->bytes;
     }
     qsort(e, n, sizeof *e, by_key);
     /* Merge runs of equal keys into their first entry. */
@@ -169,8 +176,10 @@ int cmd_diff(int argc, char **argv)
     int64_t gained = 0, lost = 0, gained_count = 0;
     for (size_t i = 0; i < m; i++) {
         int64_t d = e[i].new_bytes - e[i].old_bytes, dc = e[i].new_count - e[i].old_count;
-        if (d > 0 || (d == 0 && dc > 0)) grow[ng++] = e[i], gained += d, gained_count += dc;
-        else if (d < 0 || dc < 0) shrink[nsh++] = e[i], lost += d;
+        if (d > 0 || (d == 0 && dc > 0))
+            grow[ng++] = e[i], gained += d, gained_count += dc;
+        else if (d < 0 || dc < 0)
+            shrink[nsh++] = e[i], lost += d;
     }
     qsort(grow, ng, sizeof *grow, by_growth);
     qsort(shrink, nsh, sizeof *shrink, by_shrink);
@@ -185,30 +194,39 @@ int cmd_diff(int argc, char **argv)
         const rep_device_t *dn = &rn.devices[i];
         for (size_t j = 0; j < ro.ndevices; j++) {
             if (ro.devices[j].device != dn->device) continue;
-            printf("device %ld: allocated %s -> %s (%s)\n", dn->device, tool_bytes(b1, ro.devices[j].allocated),
-                   tool_bytes(b2, dn->allocated), tool_sbytes(b3, (int64_t)dn->allocated - (int64_t)ro.devices[j].allocated));
+            printf("device %ld: allocated %s -> %s (%s)\n", dn->device,
+                   tool_bytes(b1, ro.devices[j].allocated), tool_bytes(b2, dn->allocated),
+                   tool_sbytes(b3, (int64_t)dn->allocated - (int64_t)ro.devices[j].allocated));
         }
     }
     printf("\ngrew (%zu stack%s):\n", ng, ng == 1 ? "" : "s");
-    printf("  %12s %9s %11s %9s %4s  %s\n", "delta bytes", "delta n", "bytes now", "count now", "dev", "site");
+    printf("  %12s %9s %11s %9s %4s  %s\n", "delta bytes", "delta n", "bytes now", "count now",
+           "dev", "site");
     for (size_t i = 0; i < ng && i < top; i++) print_row(&grow[i], stacks);
     if (ng > top) printf("  ... %zu more\n", ng - (size_t)top);
     if (ng == 0) printf("  (nothing)\n");
     printf("\nshrank or freed (%zu stack%s):\n", nsh, nsh == 1 ? "" : "s");
-    if (nsh) printf("  %12s %9s %11s %9s %4s  %s\n", "delta bytes", "delta n", "bytes now", "count now", "dev", "site");
+    if (nsh)
+        printf("  %12s %9s %11s %9s %4s  %s\n", "delta bytes", "delta n", "bytes now", "count now",
+               "dev", "site");
     for (size_t i = 0; i < nsh && i < top; i++) print_row(&shrink[i], 0);
     if (nsh > top) printf("  ... %zu more\n", nsh - (size_t)top);
     if (nsh == 0) printf("  (nothing)\n");
-    printf("\ntotal: grew %s in %+" PRId64 " allocations, shrank %s, net %s\n", tool_sbytes(b1, gained), gained_count,
-           tool_sbytes(b2, lost), tool_sbytes(b3, gained + lost));
+    printf("\ntotal: grew %s in %+" PRId64 " allocations, shrank %s, net %s\n",
+           tool_sbytes(b1, gained), gained_count, tool_sbytes(b2, lost),
+           tool_sbytes(b3, gained + lost));
     /* Elapsed time: numeric dump times, else the uptimes of one process. */
     double dt = 0;
-    if (ro.dump_time_s > 0 && rn.dump_time_s > 0) dt = rn.dump_time_s - ro.dump_time_s;
-    else if (ro.pid == rn.pid && ro.uptime_s >= 0 && rn.uptime_s >= 0) dt = rn.uptime_s - ro.uptime_s;
+    if (ro.dump_time_s > 0 && rn.dump_time_s > 0)
+        dt = rn.dump_time_s - ro.dump_time_s;
+    else if (ro.pid == rn.pid && ro.uptime_s >= 0 && rn.uptime_s >= 0)
+        dt = rn.uptime_s - ro.uptime_s;
     if (dt > 0)
-        printf("rate: %s per hour over %.0f s\n", tool_sbytes(b2, (int64_t)((double)gained * 3600.0 / dt)), dt);
+        printf("rate: %s per hour over %.0f s\n",
+               tool_sbytes(b2, (int64_t)((double)gained * 3600.0 / dt)), dt);
     rc = have_fail && gained > 0 && (uint64_t)gained > fail_bytes ? TOOL_FINDING : TOOL_OK;
-    if (rc == TOOL_FINDING) fprintf(stderr, "npupool diff: growth %s exceeds the limit\n", tool_sbytes(b1, gained));
+    if (rc == TOOL_FINDING)
+        fprintf(stderr, "npupool diff: growth %s exceeds the limit\n", tool_sbytes(b1, gained));
     for (size_t i = 0; i < m; i++) free(e[i].key);
     free(e);
     free(grow);

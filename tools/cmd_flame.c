@@ -54,27 +54,34 @@ static char *fold(const rep_leak_t *l, int with_device)
     for (size_t i = l->nframes; i-- > 0;) {
         const rep_frame_t *f = &l->frames[i];
         if (n) t[n++] = ';';
-        if (f->function) n += put_name(t + n, f->function);
+        if (f->function)
+            n += put_name(t + n, f->function);
         else if (f->module && f->has_offset) {
             n += put_name(t + n, rep_basename(f->module));
             snprintf(tmp, sizeof tmp, "+0x%" PRIx64, f->offset);
             memcpy(t + n, tmp, strlen(tmp));
             n += strlen(tmp);
-        } else n += put_name(t + n, "??");
+        } else
+            n += put_name(t + n, "??");
     }
     if (n == 0) n += put_name(t, "[no stack]");
     t[n] = '\0';
     return t;
 }
 
-static int by_text(const void *a, const void *b) { return strcmp(((const folded_t *)a)->text, ((const folded_t *)b)->text); }
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(((const folded_t *)a)->text, ((const folded_t *)b)->text);
+}
 
 int cmd_flame(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "by", required_argument, NULL, 'b' },     { "device", required_argument, NULL, 'd' },
-        { "with-device", no_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"by", required_argument, NULL, 'b'},
+        {"device", required_argument, NULL, 'd'},
+        {"with-device", no_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int by_count = 0, with_device = 0, have_dev = 0, c;
     uint64_t devsel = 0;
@@ -83,9 +90,12 @@ int cmd_flame(int argc, char **argv)
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
-            if (strcmp(optarg, "bytes") == 0) by_count = 0;
-            else if (strcmp(optarg, "count") == 0) by_count = 1;
-            else return tool_usage_error("flame", "--by: '%s' is not bytes or count", optarg);
+            if (strcmp(optarg, "bytes") == 0)
+                by_count = 0;
+            else if (strcmp(optarg, "count") == 0)
+                by_count = 1;
+            else
+                return tool_usage_error("flame", "--by: '%s' is not bytes or count", optarg);
             break;
         case 'd':
             if (tool_parse_u64(optarg, &devsel) != 0)
@@ -98,7 +108,8 @@ int cmd_flame(int argc, char **argv)
         default: return tool_usage_error("flame", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1) return tool_usage_error("flame", optind == argc ? "missing REPORT" : "one REPORT only");
+    if (optind != argc - 1)
+        return tool_usage_error("flame", optind == argc ? "missing REPORT" : "one REPORT only");
     report_t r;
     int rc = report_load(argv[optind], &r);
     if (rc != TOOL_OK) return rc;

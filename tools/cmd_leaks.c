@@ -27,20 +27,24 @@ static const char leaks_help[] =
     "  -h, --help      this text\n";
 
 typedef struct site {
-    char key[160];        /* grouping key */
-    uint64_t count;       /* live allocations */
-    uint64_t bytes;       /* requested bytes */
-    size_t first;         /* index of the first stack in the sorted stack list */
-    size_t nstacks;       /* stacks of this site */
+    char key[160];  /* grouping key */
+    uint64_t count; /* live allocations */
+    uint64_t bytes; /* requested bytes */
+    size_t first;   /* index of the first stack in the sorted stack list */
+    size_t nstacks; /* stacks of this site */
 } site_t;
 
 static void site_key(const rep_leak_t *l, char *buf, size_t cap)
 {
     const rep_frame_t *f = l->nframes ? &l->frames[0] : NULL;
-    if (f == NULL) snprintf(buf, cap, "?");
-    else if (f->module && f->has_offset) snprintf(buf, cap, "%s+0x%" PRIx64, f->module, f->offset);
-    else if (f->function) snprintf(buf, cap, "fn:%s:%s:%" PRIu64, f->function, f->file ? f->file : "", f->line);
-    else snprintf(buf, cap, "?");
+    if (f == NULL)
+        snprintf(buf, cap, "?");
+    else if (f->module && f->has_offset)
+        snprintf(buf, cap, "%s+0x%" PRIx64, f->module, f->offset);
+    else if (f->function)
+        snprintf(buf, cap, "fn:%s:%s:%" PRIu64, f->function, f->file ? f->file : "", f->line);
+    else
+        snprintf(buf, cap, "?");
 }
 
 typedef struct keyed {
@@ -69,9 +73,9 @@ static int site_by_bytes(const void *a, const void *b)
 int cmd_leaks(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "top", required_argument, NULL, 't' },  { "min-bytes", required_argument, NULL, 'm' },
-        { "device", required_argument, NULL, 'd' }, { "fail-on-leak", no_argument, NULL, 'F' },
-        { "help", no_argument, NULL, 'h' },       { NULL, 0, NULL, 0 },
+        {"top", required_argument, NULL, 't'},    {"min-bytes", required_argument, NULL, 'm'},
+        {"device", required_argument, NULL, 'd'}, {"fail-on-leak", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     uint64_t top = UINT64_MAX, min_bytes = 0, devsel = 0;
     int have_dev = 0, fail_on_leak = 0, c;
@@ -98,7 +102,8 @@ int cmd_leaks(int argc, char **argv)
         default: return tool_usage_error("leaks", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1) return tool_usage_error("leaks", optind == argc ? "missing REPORT" : "one REPORT only");
+    if (optind != argc - 1)
+        return tool_usage_error("leaks", optind == argc ? "missing REPORT" : "one REPORT only");
     report_t r;
     int rc = report_load(argv[optind], &r);
     if (rc != TOOL_OK) return rc;
@@ -142,8 +147,9 @@ int cmd_leaks(int argc, char **argv)
         shown_bytes += s[i].bytes;
     }
     char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN];
-    printf("live allocations in %s: %zu of %zu sites, %" PRIu64 " allocations, %s (of %s)\n", r.path, shown, ns,
-           shown_count, tool_bytes(b1, shown_bytes), tool_bytes(b2, total_bytes));
+    printf("live allocations in %s: %zu of %zu sites, %" PRIu64 " allocations, %s (of %s)\n",
+           r.path, shown, ns, shown_count, tool_bytes(b1, shown_bytes),
+           tool_bytes(b2, total_bytes));
     size_t printed = 0;
     for (size_t i = 0; i < ns && printed < shown; i++) {
         if (s[i].bytes < min_bytes) continue;
@@ -155,12 +161,14 @@ int cmd_leaks(int argc, char **argv)
                s[i].count == 1 ? "" : "s", s[i].nstacks, s[i].nstacks == 1 ? "" : "s");
         for (size_t j = 0; j < s[i].nstacks; j++) {
             const rep_leak_t *l = k[s[i].first + j].l;
-            printf("   stack %s, device %ld: %s in %" PRIu64 " allocation%s", l->stack_id[0] ? l->stack_id : "?",
-                   l->device, tool_bytes(b1, l->bytes), l->count, l->count == 1 ? "" : "s");
+            printf("   stack %s, device %ld: %s in %" PRIu64 " allocation%s",
+                   l->stack_id[0] ? l->stack_id : "?", l->device, tool_bytes(b1, l->bytes),
+                   l->count, l->count == 1 ? "" : "s");
             if (l->granted) printf(" (granted %s)", tool_bytes(b2, l->granted));
             printf(", oldest %.1f s", l->oldest_age_s);
             if (l->has_growth)
-                printf(", growth %+" PRId64 " / %s", l->growth_count, tool_sbytes(b2, l->growth_bytes));
+                printf(", growth %+" PRId64 " / %s", l->growth_count,
+                       tool_sbytes(b2, l->growth_bytes));
             printf("\n");
             for (size_t f = 0; f < l->nframes; f++) {
                 char fl[600];
@@ -169,7 +177,8 @@ int cmd_leaks(int argc, char **argv)
             if (l->nframes == 0) printf("      (no stack: backtraces off)\n");
         }
     }
-    if (r.leaks_omitted) printf("\n(%" PRIu64 " more sites left out of the report)\n", r.leaks_omitted);
+    if (r.leaks_omitted)
+        printf("\n(%" PRIu64 " more sites left out of the report)\n", r.leaks_omitted);
     rc = fail_on_leak && shown ? TOOL_FINDING : TOOL_OK;
     free(k);
     free(s);

@@ -19,14 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAP_ROWS 4      /* rows per device bar */
-#define MAP_COLS 560    /* cells per row */
-#define CELL_W 2        /* px per cell */
-#define ROW_H 26        /* px per row */
-#define ROW_GAP 6       /* px between rows */
-#define LEFT 92         /* px left margin (offset labels) */
+#define MAP_ROWS 4   /* rows per device bar */
+#define MAP_COLS 560 /* cells per row */
+#define CELL_W 2     /* px per cell */
+#define ROW_H 26     /* px per row */
+#define ROW_GAP 6    /* px between rows */
+#define LEFT 92      /* px left margin (offset labels) */
 #define WIDTH (LEFT + MAP_COLS * CELL_W + 28)
-#define NCOLORS 9       /* 8 classes / sites + "other" */
+#define NCOLORS 9 /* 8 classes / sites + "other" */
 #define FREE_COLOR "#f2f2f2"
 #define USED_COLOR "#4e79a7"
 #define OTHER_COLOR "#a0a0a0"
@@ -34,8 +34,10 @@
 static const char map_help[] =
     "usage: npupool map REPORT -o FILE [--html] [--by class|site]\n"
     "\n"
-    "Draw each device's pool: the address range as a bar, live memory coloured by size class or by\n"
-    "site (when the report lists live blocks; else one 'in use' colour), free blocks as pale bands,\n"
+    "Draw each device's pool: the address range as a bar, live memory coloured by size class or "
+    "by\n"
+    "site (when the report lists live blocks; else one 'in use' colour), free blocks as pale "
+    "bands,\n"
     "the largest free block outlined in red, free / largest free / fragmentation written on it.\n"
     "\n"
     "  -o, --output FILE  where to write ('-' = standard output)\n"
@@ -43,8 +45,8 @@ static const char map_help[] =
     "  --by class|site    colour live blocks by size class (default) or by allocation site\n"
     "  -h, --help         this text\n";
 
-static const char *const palette[NCOLORS] = { "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                              "#edc948", "#b07aa1", "#ff9da7", OTHER_COLOR };
+static const char *const palette[NCOLORS] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",  "#59a14f",
+                                             "#edc948", "#b07aa1", "#ff9da7", OTHER_COLOR};
 
 static void xml_escape(FILE *f, const char *s)
 {
@@ -61,22 +63,23 @@ static void xml_escape(FILE *f, const char *s)
 }
 
 typedef struct cell {
-    uint64_t free_bytes;             /* free bytes in the cell */
-    uint64_t live[NCOLORS];          /* live bytes per colour */
+    uint64_t free_bytes;    /* free bytes in the cell */
+    uint64_t live[NCOLORS]; /* live bytes per colour */
 } cell_t;
 
 typedef struct mapctx {
-    const report_t *r;       /* the report */
-    int by_site;             /* 1: colour by site */
-    long site_color[8];      /* leak index of colour k (by_site) */
-    int nsite_colors;        /* colours used for sites */
-    cell_t *cells;           /* MAP_ROWS * MAP_COLS */
+    const report_t *r;  /* the report */
+    int by_site;        /* 1: colour by site */
+    long site_color[8]; /* leak index of colour k (by_site) */
+    int nsite_colors;   /* colours used for sites */
+    cell_t *cells;      /* MAP_ROWS * MAP_COLS */
 } mapctx_t;
 
 static int class_of(const rep_device_t *d, uint64_t size)
 {
     for (size_t i = 0; i < d->nbuckets && i < 8; i++)
-        if (d->buckets[i].has_range && size >= d->buckets[i].lo && size <= d->buckets[i].hi) return (int)i;
+        if (d->buckets[i].has_range && size >= d->buckets[i].lo && size <= d->buckets[i].hi)
+            return (int)i;
     int b = pool_bucket_of((size_t)size);
     return b < 8 ? b : 7;
 }
@@ -85,10 +88,15 @@ static void class_label(const rep_device_t *d, int k, char *buf, size_t cap)
 {
     char lo[TOOL_UNITS_LEN], hi[TOOL_UNITS_LEN];
     uint64_t l, h;
-    if ((size_t)k < d->nbuckets && d->buckets[k].has_range) l = d->buckets[k].lo, h = d->buckets[k].hi;
-    else l = k ? pool_bucket_limit[k - 1] + 1 : 0, h = k < POOL_NBUCKETS - 1 ? pool_bucket_limit[k] : UINT64_MAX;
-    if (h == UINT64_MAX) snprintf(buf, cap, "> %s", tool_bytes(lo, l ? l - 1 : 0));
-    else snprintf(buf, cap, "%s - %s", tool_bytes(lo, l), tool_bytes(hi, h));
+    if ((size_t)k < d->nbuckets && d->buckets[k].has_range)
+        l = d->buckets[k].lo, h = d->buckets[k].hi;
+    else
+        l = k ? pool_bucket_limit[k - 1] + 1 : 0,
+        h = k < POOL_NBUCKETS - 1 ? pool_bucket_limit[k] : UINT64_MAX;
+    if (h == UINT64_MAX)
+        snprintf(buf, cap, "> %s", tool_bytes(lo, l ? l - 1 : 0));
+    else
+        snprintf(buf, cap, "%s - %s", tool_bytes(lo, l), tool_bytes(hi, h));
 }
 
 /* Spread [off, off+size) over the cells; add to free or to live[color]. */
@@ -103,8 +111,10 @@ static void spread(cell_t *cells, uint64_t reserved, uint64_t off, uint64_t size
     while (off < end && c < n) {
         uint64_t cend = (uint64_t)((unsigned __int128)(c + 1) * reserved / n);
         uint64_t take = (end < cend ? end : cend) - off;
-        if (color < 0) cells[c].free_bytes += take;
-        else cells[c].live[color] += take;
+        if (color < 0)
+            cells[c].free_bytes += take;
+        else
+            cells[c].live[color] += take;
         off += take;
         c++;
     }
@@ -120,7 +130,8 @@ static int leak_idx_cmp(const void *a, const void *b, void *ctx)
 {
     const report_t *r = ctx;
     long x = *(const long *)a, y = *(const long *)b;
-    if (r->leaks[x].bytes != r->leaks[y].bytes) return r->leaks[x].bytes < r->leaks[y].bytes ? 1 : -1;
+    if (r->leaks[x].bytes != r->leaks[y].bytes)
+        return r->leaks[x].bytes < r->leaks[y].bytes ? 1 : -1;
     return x < y ? -1 : x > y;
 }
 
@@ -139,20 +150,27 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
     fprintf(f, "<g class=\"device\" id=\"device-%ld\">\n", d->device);
     fprintf(f, "<text x=\"12\" y=\"%d\" class=\"h\">device %ld</text>\n", y + 14, d->device);
     if (!d->has_pool) {
-        fprintf(f, "<text x=\"%d\" y=\"%d\">no pool on this device (live allocations served outside it)</text>\n</g>\n",
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\">no pool on this device (live allocations served outside "
+                "it)</text>\n</g>\n",
                 LEFT, y + 14);
         return 30;
     }
-    fprintf(f, "<text x=\"%d\" y=\"%d\">pool %s at 0x%" PRIx64 ": allocated %s, free %s in %" PRIu64 " blocks</text>\n",
-            LEFT, y + 14, tool_bytes(b1, d->reserved), d->base, tool_bytes(b2, d->allocated), tool_bytes(b3, d->free_bytes),
-            d->free_blocks);
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\">pool %s at 0x%" PRIx64 ": allocated %s, free %s in %" PRIu64
+            " blocks</text>\n",
+            LEFT, y + 14, tool_bytes(b1, d->reserved), d->base, tool_bytes(b2, d->allocated),
+            tool_bytes(b3, d->free_bytes), d->free_blocks);
     y += 20;
-    fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"fig\">largest free block %s, fragmentation %.1f%%</text>\n", LEFT,
-            y + 14, tool_bytes(b4, d->largest_free), d->fragmentation * 100.0);
+    fprintf(f,
+            "<text x=\"%d\" y=\"%d\" class=\"fig\">largest free block %s, fragmentation "
+            "%.1f%%</text>\n",
+            LEFT, y + 14, tool_bytes(b4, d->largest_free), d->fragmentation * 100.0);
     y += 24;
     memset(m->cells, 0, sizeof(cell_t) * MAP_ROWS * MAP_COLS);
     const uint64_t reserved = d->reserved;
-    for (size_t i = 0; i < d->nfree_map; i++) spread(m->cells, reserved, d->free_map[i].offset, d->free_map[i].size, -1);
+    for (size_t i = 0; i < d->nfree_map; i++)
+        spread(m->cells, reserved, d->free_map[i].offset, d->free_map[i].size, -1);
     int have_live = d->nlive_map > 0;
     for (size_t i = 0; i < d->nlive_map; i++) {
         const rep_extent_t *e = &d->live_map[i];
@@ -168,11 +186,11 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
     for (int row = 0; row < MAP_ROWS; row++) {
         int ry = y + row * (ROW_H + ROW_GAP);
         uint64_t row_off = (uint64_t)((unsigned __int128)row * MAP_COLS * reserved / ncell);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"off\" text-anchor=\"end\">+%s</text>\n", LEFT - 6, ry + 17,
-                row ? tool_bytes(b1, row_off) : "0");
+        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"off\" text-anchor=\"end\">+%s</text>\n",
+                LEFT - 6, ry + 17, row ? tool_bytes(b1, row_off) : "0");
         /* Row background = in use; cells overwrite it. */
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", LEFT, ry, MAP_COLS * CELL_W,
-                ROW_H, have_live ? FREE_COLOR : USED_COLOR);
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", LEFT, ry,
+                MAP_COLS * CELL_W, ROW_H, have_live ? FREE_COLOR : USED_COLOR);
         /* Pass 1: live colour runs (only with a live map). */
         if (have_live) {
             int run_start = 0, run_color = -2;
@@ -187,8 +205,10 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
                 }
                 if (color != run_color) {
                     if (run_color >= 0)
-                        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
-                                LEFT + run_start * CELL_W, ry, (c - run_start) * CELL_W, ROW_H, palette[run_color]);
+                        fprintf(
+                            f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n",
+                            LEFT + run_start * CELL_W, ry, (c - run_start) * CELL_W, ROW_H,
+                            palette[run_color]);
                     run_start = c;
                     run_color = color;
                 }
@@ -213,52 +233,73 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
             }
             if (h != run_h) {
                 if (run_h > 0)
-                    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" class=\"free\"/>\n",
-                            LEFT + run_start * CELL_W, ry, (c - run_start) * CELL_W, run_h, FREE_COLOR);
+                    fprintf(f,
+                            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\" "
+                            "class=\"free\"/>\n",
+                            LEFT + run_start * CELL_W, ry, (c - run_start) * CELL_W, run_h,
+                            FREE_COLOR);
                 run_start = c;
                 run_h = h;
             }
         }
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#555\" stroke-width=\"0.5\"/>\n",
+        fprintf(f,
+                "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#555\" "
+                "stroke-width=\"0.5\"/>\n",
                 LEFT, ry, MAP_COLS * CELL_W, ROW_H);
     }
     /* The largest free block, outlined (one rect per row it touches). */
     if (big && reserved) {
         uint64_t s = (uint64_t)((unsigned __int128)big->offset * ncell / reserved);
-        uint64_t e = (uint64_t)(((unsigned __int128)(big->offset + big->size) * ncell + reserved - 1) / reserved);
+        uint64_t e =
+            (uint64_t)(((unsigned __int128)(big->offset + big->size) * ncell + reserved - 1) /
+                       reserved);
         if (e > ncell) e = ncell;
         if (e <= s) e = s + 1;
         for (uint64_t c = s; c < e;) {
             uint64_t row = c / MAP_COLS, rend = (row + 1) * MAP_COLS, stop = e < rend ? e : rend;
             int ry = y + (int)row * (ROW_H + ROW_GAP);
-            fprintf(f, "<rect class=\"largest\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
-                       "stroke=\"#d62728\" stroke-width=\"2\"/>\n",
-                    LEFT + (int)(c % MAP_COLS) * CELL_W, ry - 1, (int)(stop - c) * CELL_W, ROW_H + 2);
+            fprintf(f,
+                    "<rect class=\"largest\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                    "fill=\"none\" "
+                    "stroke=\"#d62728\" stroke-width=\"2\"/>\n",
+                    LEFT + (int)(c % MAP_COLS) * CELL_W, ry - 1, (int)(stop - c) * CELL_W,
+                    ROW_H + 2);
             c = stop;
         }
     }
     y += MAP_ROWS * (ROW_H + ROW_GAP);
     if (big)
-        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"note\">red outline: largest free block, %s at +0x%" PRIx64 "</text>\n",
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\" class=\"note\">red outline: largest free block, %s at "
+                "+0x%" PRIx64 "</text>\n",
                 LEFT, y + 10, tool_bytes(b1, big->size), big->offset);
     else
-        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"note\">no free block listed</text>\n", LEFT, y + 10);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"note\">no free block listed</text>\n", LEFT,
+                y + 10);
     y += 16;
     if (d->free_map_omitted) {
-        fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"note\">%" PRIu64 " smaller free blocks (%s) not listed in the report: "
-                   "drawn as in use</text>\n",
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\" class=\"note\">%" PRIu64
+                " smaller free blocks (%s) not listed in the report: "
+                "drawn as in use</text>\n",
                 LEFT, y + 10, d->free_map_omitted, tool_bytes(b1, d->free_map_omitted_bytes));
         y += 16;
     }
     /* Legend. */
     int lx = LEFT;
-    fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"#555\" stroke-width=\"0.5\"/>"
-               "<text x=\"%d\" y=\"%d\" class=\"note\">free</text>\n", lx, y + 2, FREE_COLOR, lx + 16, y + 12);
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"#555\" "
+            "stroke-width=\"0.5\"/>"
+            "<text x=\"%d\" y=\"%d\" class=\"note\">free</text>\n",
+            lx, y + 2, FREE_COLOR, lx + 16, y + 12);
     lx += 60;
     if (!have_live) {
-        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-                   "<text x=\"%d\" y=\"%d\" class=\"note\">in use (live blocks + overhead; the report lists no live "
-                   "blocks)</text>\n", lx, y + 2, USED_COLOR, lx + 16, y + 12);
+        fprintf(f,
+                "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+                "<text x=\"%d\" y=\"%d\" class=\"note\">in use (live blocks + overhead; the report "
+                "lists no live "
+                "blocks)</text>\n",
+                lx, y + 2, USED_COLOR, lx + 16, y + 12);
         y += 20;
     } else {
         y += 20;
@@ -282,7 +323,9 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
                 lx = LEFT;
                 y += 18;
             }
-            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%d\" y=\"%d\" class=\"note\">",
+            fprintf(f,
+                    "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"12\" fill=\"%s\"/><text "
+                    "x=\"%d\" y=\"%d\" class=\"note\">",
                     lx, y + 2, palette[color], lx + 16, y + 12);
             xml_escape(f, label);
             fputs("</text>\n", f);
@@ -313,11 +356,15 @@ static int write_svg(FILE *f, mapctx_t *m)
         return -1;
     }
     int height = y + 10;
-    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-               "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d "
+            "%d\" "
+            "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
             WIDTH, height, WIDTH, height);
-    fputs("<style>.h{font-weight:bold;font-size:13px}.fig{font-weight:bold;fill:#d62728}.off{font-size:10px;fill:#555}"
-          ".note{font-size:11px;fill:#333}</style>\n", f);
+    fputs("<style>.h{font-weight:bold;font-size:13px}.fig{font-weight:bold;fill:#d62728}.off{font-"
+          "size:10px;fill:#555}"
+          ".note{font-size:11px;fill:#333}</style>\n",
+          f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, height);
     fputs("<text x=\"12\" y=\"22\" class=\"h\">npupool pool map: ", f);
     xml_escape(f, r->exe[0] ? rep_basename(r->exe) : "?");
@@ -337,9 +384,11 @@ static int write_html(FILE *f, mapctx_t *m)
 {
     const report_t *r = m->r;
     char b[6][TOOL_UNITS_LEN];
-    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>npupool pool map</title>\n"
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>npupool pool "
+          "map</title>\n"
           "<style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse}"
-          "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#eee}</style></head><body>\n",
+          "td,th{border:1px solid #ccc;padding:3px "
+          "8px;text-align:right}th{background:#eee}</style></head><body>\n",
           f);
     fputs("<h1>npupool pool map</h1>\n<p>", f);
     xml_escape(f, r->path);
@@ -348,17 +397,22 @@ static int write_html(FILE *f, mapctx_t *m)
         fputs(", dumped ", f);
         xml_escape(f, r->dump_time);
     }
-    fputs("</p>\n<table><tr><th>device</th><th>reserved</th><th>allocated</th><th>free</th><th>largest free</th>"
-          "<th>fragmentation</th><th>free blocks</th></tr>\n", f);
+    fputs("</p>\n<table><tr><th>device</th><th>reserved</th><th>allocated</th><th>free</"
+          "th><th>largest free</th>"
+          "<th>fragmentation</th><th>free blocks</th></tr>\n",
+          f);
     for (size_t i = 0; i < r->ndevices; i++) {
         const rep_device_t *d = &r->devices[i];
         if (!d->has_pool) {
             fprintf(f, "<tr><td>%ld</td><td colspan=\"6\">no pool</td></tr>\n", d->device);
             continue;
         }
-        fprintf(f, "<tr><td>%ld</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%" PRIu64 "</td></tr>\n",
-                d->device, tool_bytes(b[0], d->reserved), tool_bytes(b[1], d->allocated), tool_bytes(b[2], d->free_bytes),
-                tool_bytes(b[3], d->largest_free), d->fragmentation * 100.0, d->free_blocks);
+        fprintf(f,
+                "<tr><td>%ld</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</"
+                "td><td>%" PRIu64 "</td></tr>\n",
+                d->device, tool_bytes(b[0], d->reserved), tool_bytes(b[1], d->allocated),
+                tool_bytes(b[2], d->free_bytes), tool_bytes(b[3], d->largest_free),
+                d->fragmentation * 100.0, d->free_blocks);
     }
     fputs("</table>\n<div>\n", f);
     int rc = write_svg(f, m);
@@ -369,9 +423,11 @@ static int write_html(FILE *f, mapctx_t *m)
 int cmd_map(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "output", required_argument, NULL, 'o' }, { "html", no_argument, NULL, 'H' },
-        { "by", required_argument, NULL, 'b' },     { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"output", required_argument, NULL, 'o'},
+        {"html", no_argument, NULL, 'H'},
+        {"by", required_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *out = NULL;
     int html = 0, by_site = 0, c;
@@ -382,23 +438,27 @@ int cmd_map(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'H': html = 1; break;
         case 'b':
-            if (strcmp(optarg, "class") == 0) by_site = 0;
-            else if (strcmp(optarg, "site") == 0) by_site = 1;
-            else return tool_usage_error("map", "--by: '%s' is not class or site", optarg);
+            if (strcmp(optarg, "class") == 0)
+                by_site = 0;
+            else if (strcmp(optarg, "site") == 0)
+                by_site = 1;
+            else
+                return tool_usage_error("map", "--by: '%s' is not class or site", optarg);
             break;
         case 'h': fputs(map_help, stdout); return TOOL_OK;
         case ':': return tool_usage_error("map", "option '%s' needs a value", argv[optind - 1]);
         default: return tool_usage_error("map", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1) return tool_usage_error("map", optind == argc ? "missing REPORT" : "one REPORT only");
+    if (optind != argc - 1)
+        return tool_usage_error("map", optind == argc ? "missing REPORT" : "one REPORT only");
     if (out == NULL) return tool_usage_error("map", "missing -o FILE");
     size_t ol = strlen(out);
     if (ol > 5 && strcmp(out + ol - 5, ".html") == 0) html = 1;
     report_t r;
     int rc = report_load(argv[optind], &r);
     if (rc != TOOL_OK) return rc;
-    mapctx_t m = { .r = &r, .by_site = by_site };
+    mapctx_t m = {.r = &r, .by_site = by_site};
     m.cells = malloc(sizeof(cell_t) * MAP_ROWS * MAP_COLS);
     long *order = malloc((r.nleaks ? r.nleaks : 1) * sizeof *order);
     if (m.cells == NULL || order == NULL) {
@@ -423,8 +483,10 @@ int cmd_map(int argc, char **argv)
     }
     int bad = (html ? write_html(f, &m) : write_svg(f, &m)) != 0;
     bad |= ferror(f);
-    if (f != stdout) bad |= fclose(f) != 0;
-    else bad |= fflush(f) != 0;
+    if (f != stdout)
+        bad |= fclose(f) != 0;
+    else
+        bad |= fflush(f) != 0;
     if (bad) {
         tool_err("%s: write failed", out);
         rc = TOOL_BAD;

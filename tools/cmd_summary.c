@@ -40,10 +40,14 @@ static int bucket_cmp(const void *a, const void *b)
 static const char *bucket_label(const rep_bucket_t *b, char *buf, size_t cap)
 {
     char lo[TOOL_UNITS_LEN], hi[TOOL_UNITS_LEN];
-    if (b->label) snprintf(buf, cap, "%s", b->label);
-    else if (!b->has_range) snprintf(buf, cap, "?");
-    else if (b->hi == UINT64_MAX) snprintf(buf, cap, "> %s", tool_bytes(lo, b->lo ? b->lo - 1 : 0));
-    else snprintf(buf, cap, "%s - %s", tool_bytes(lo, b->lo), tool_bytes(hi, b->hi));
+    if (b->label)
+        snprintf(buf, cap, "%s", b->label);
+    else if (!b->has_range)
+        snprintf(buf, cap, "?");
+    else if (b->hi == UINT64_MAX)
+        snprintf(buf, cap, "> %s", tool_bytes(lo, b->lo ? b->lo - 1 : 0));
+    else
+        snprintf(buf, cap, "%s - %s", tool_bytes(lo, b->lo), tool_bytes(hi, b->hi));
     return buf;
 }
 
@@ -56,14 +60,15 @@ static void print_header(const report_t *r)
     printf(", rank %ld\n", r->rank);
     if (r->cmdline[0]) printf("  command %s\n", r->cmdline);
     if (r->start_time[0] || r->dump_time[0])
-        printf("  started %s, dumped %s\n", r->start_time[0] ? r->start_time : "?", r->dump_time[0] ? r->dump_time : "?");
+        printf("  started %s, dumped %s\n", r->start_time[0] ? r->start_time : "?",
+               r->dump_time[0] ? r->dump_time : "?");
 }
 
 static void print_pools(const report_t *r)
 {
     char b[8][TOOL_UNITS_LEN];
-    printf("\n%-9s %11s %11s %11s %11s %11s %13s %6s %11s\n", "pool", "reserved", "allocated", "requested", "peak",
-           "free", "largest free", "frag", "free blocks");
+    printf("\n%-9s %11s %11s %11s %11s %11s %13s %6s %11s\n", "pool", "reserved", "allocated",
+           "requested", "peak", "free", "largest free", "frag", "free blocks");
     for (size_t i = 0; i < r->ndevices; i++) {
         const rep_device_t *d = &r->devices[i];
         char name[24];
@@ -72,10 +77,11 @@ static void print_pools(const report_t *r)
             printf("%-9s (no pool)\n", name);
             continue;
         }
-        printf("%-9s %11s %11s %11s %11s %11s %13s %5.1f%% %11" PRIu64 "\n", name, tool_bytes(b[0], d->reserved),
-               tool_bytes(b[1], d->allocated), tool_bytes(b[2], d->requested), tool_bytes(b[3], d->peak_allocated),
-               tool_bytes(b[4], d->free_bytes), tool_bytes(b[5], d->largest_free), d->fragmentation * 100.0,
-               d->free_blocks);
+        printf("%-9s %11s %11s %11s %11s %11s %13s %5.1f%% %11" PRIu64 "\n", name,
+               tool_bytes(b[0], d->reserved), tool_bytes(b[1], d->allocated),
+               tool_bytes(b[2], d->requested), tool_bytes(b[3], d->peak_allocated),
+               tool_bytes(b[4], d->free_bytes), tool_bytes(b[5], d->largest_free),
+               d->fragmentation * 100.0, d->free_blocks);
     }
     if (r->ndevices == 0) printf("(no device pool yet)\n");
 }
@@ -94,8 +100,9 @@ static void print_classes(const rep_device_t *d, size_t top)
     printf("  %-22s %10s %12s %10s %12s\n", "class", "live", "live bytes", "free", "free bytes");
     for (size_t i = 0; i < n; i++) {
         char l[64], b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN];
-        printf("  %-22s %10" PRIu64 " %12s %10" PRIu64 " %12s\n", bucket_label(v[i], l, sizeof l), v[i]->live_blocks,
-               tool_bytes(b1, v[i]->live_bytes), v[i]->free_blocks, tool_bytes(b2, v[i]->free_bytes));
+        printf("  %-22s %10" PRIu64 " %12s %10" PRIu64 " %12s\n", bucket_label(v[i], l, sizeof l),
+               v[i]->live_blocks, tool_bytes(b1, v[i]->live_bytes), v[i]->free_blocks,
+               tool_bytes(b2, v[i]->free_bytes));
     }
     if (n == 0) printf("  (empty)\n");
     free(v);
@@ -123,7 +130,8 @@ static void print_counters(const rep_device_t *d)
 static void print_leaks(const report_t *r, size_t top)
 {
     uint64_t total_count = 0, total_bytes = 0;
-    for (size_t i = 0; i < r->nleaks; i++) total_count += r->leaks[i].count, total_bytes += r->leaks[i].bytes;
+    for (size_t i = 0; i < r->nleaks; i++)
+        total_count += r->leaks[i].count, total_bytes += r->leaks[i].bytes;
     char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN];
     if (r->nleaks == 0) {
         printf("\nno live allocations\n");
@@ -134,16 +142,18 @@ static void print_leaks(const report_t *r, size_t top)
     for (size_t i = 0; i < r->nleaks; i++) v[i] = &r->leaks[i];
     qsort(v, r->nleaks, sizeof *v, leak_cmp);
     size_t n = r->nleaks < top ? r->nleaks : top;
-    printf("\ntop leak sites (%zu of %zu; %" PRIu64 " live allocations, %s)\n", n, r->nleaks, total_count,
-           tool_bytes(b1, total_bytes));
+    printf("\ntop leak sites (%zu of %zu; %" PRIu64 " live allocations, %s)\n", n, r->nleaks,
+           total_count, tool_bytes(b1, total_bytes));
     printf("  %11s %9s %4s %9s %11s  %s\n", "bytes", "count", "dev", "oldest", "growth", "site");
     for (size_t i = 0; i < n; i++) {
         char site[256], age[24];
         snprintf(age, sizeof age, "%.1f s", v[i]->oldest_age_s);
-        printf("  %11s %9" PRIu64 " %4ld %9s %11s  %s\n", tool_bytes(b1, v[i]->bytes), v[i]->count, v[i]->device, age,
-               v[i]->has_growth ? tool_sbytes(b2, v[i]->growth_bytes) : "-", rep_stack_label(v[i], site, sizeof site));
+        printf("  %11s %9" PRIu64 " %4ld %9s %11s  %s\n", tool_bytes(b1, v[i]->bytes), v[i]->count,
+               v[i]->device, age, v[i]->has_growth ? tool_sbytes(b2, v[i]->growth_bytes) : "-",
+               rep_stack_label(v[i], site, sizeof site));
     }
-    if (r->leaks_omitted) printf("  (%" PRIu64 " more sites left out of the report)\n", r->leaks_omitted);
+    if (r->leaks_omitted)
+        printf("  (%" PRIu64 " more sites left out of the report)\n", r->leaks_omitted);
     free(v);
 }
 
@@ -154,7 +164,8 @@ static void print_oom(const report_t *r)
     char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN], b3[TOOL_UNITS_LEN];
     printf("\nOOM: %s requested on device %ld via %s\n", tool_bytes(b1, o->requested), o->device,
            o->entry_point ? o->entry_point : "?");
-    printf("  free %s, largest free block %s\n", tool_bytes(b2, o->free_bytes), tool_bytes(b3, o->largest_free));
+    printf("  free %s, largest free block %s\n", tool_bytes(b2, o->free_bytes),
+           tool_bytes(b3, o->largest_free));
     if (o->reason) printf("  reason: %s\n", o->reason);
     for (size_t i = 0; i < o->nframes; i++) {
         char fl[512];
@@ -165,7 +176,9 @@ static void print_oom(const report_t *r)
 int cmd_summary(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "top", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+        {"top", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     uint64_t top = 10;
     int c;
@@ -182,7 +195,8 @@ int cmd_summary(int argc, char **argv)
         default: return tool_usage_error("summary", "unknown option '%s'", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1) return tool_usage_error("summary", optind == argc ? "missing REPORT" : "one REPORT only");
+    if (optind != argc - 1)
+        return tool_usage_error("summary", optind == argc ? "missing REPORT" : "one REPORT only");
     report_t r;
     int rc = report_load(argv[optind], &r);
     if (rc != TOOL_OK) return rc;

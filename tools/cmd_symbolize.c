@@ -19,7 +19,8 @@ static const char symbolize_help[] =
     "usage: npupool symbolize REPORT [-o OUT | --in-place] [--missing-only] [--debug-dir DIR]\n"
     "                         [--path-map OLD=NEW]\n"
     "\n"
-    "Redo each frame's function, file and line from its module, offset and build id with elfutils'\n"
+    "Redo each frame's function, file and line from its module, offset and build id with "
+    "elfutils'\n"
     "libdw: for reports written on a machine without debug information, or with\n"
     "NPUPOOL_REPORT_SYMBOLS=0.  Needs the same binaries (the build id must match) or their debug\n"
     "files (/usr/lib/debug/.build-id/...).  Writes the whole report, changed frames included.\n"
@@ -46,16 +47,20 @@ static void set_str(cJSON *obj, const char *key, const char *val)
 {
     cJSON *v = cJSON_CreateString(val);
     if (v == NULL) return;
-    if (cJSON_GetObjectItemCaseSensitive(obj, key)) cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
-    else cJSON_AddItemToObject(obj, key, v);
+    if (cJSON_GetObjectItemCaseSensitive(obj, key))
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
+    else
+        cJSON_AddItemToObject(obj, key, v);
 }
 
 static void set_num(cJSON *obj, const char *key, double val)
 {
     cJSON *v = cJSON_CreateNumber(val);
     if (v == NULL) return;
-    if (cJSON_GetObjectItemCaseSensitive(obj, key)) cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
-    else cJSON_AddItemToObject(obj, key, v);
+    if (cJSON_GetObjectItemCaseSensitive(obj, key))
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
+    else
+        cJSON_AddItemToObject(obj, key, v);
 }
 
 static void redo(tsym_t *ts, rep_frame_t *f, int missing_only, sym_stats_t *st)
@@ -72,9 +77,12 @@ static void redo(tsym_t *ts, rep_frame_t *f, int missing_only, sym_stats_t *st)
     const char *fn, *file;
     int line;
     int rc = tsym_lookup(ts, f->module, f->build_id, f->offset, &fn, &file, &line);
-    if (rc == TSYM_NO_MODULE) st->no_module++;
-    else if (rc == TSYM_BUILD_ID) st->mismatch++;
-    else if (rc == TSYM_NOTHING) st->nothing++;
+    if (rc == TSYM_NO_MODULE)
+        st->no_module++;
+    else if (rc == TSYM_BUILD_ID)
+        st->mismatch++;
+    else if (rc == TSYM_NOTHING)
+        st->nothing++;
     if (rc != TSYM_OK) return;
     st->resolved++;
     if (fn) set_str(f->node, "function", fn);
@@ -94,7 +102,8 @@ static int write_out(const report_t *r, const char *out, int in_place)
     size_t len = strlen(text);
     int rc = TOOL_OK;
     if (!in_place && (out == NULL || strcmp(out, "-") == 0)) {
-        if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
+        if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF ||
+            fflush(stdout) != 0) {
             tool_err("standard output: write failed");
             rc = TOOL_BAD;
         }
@@ -124,10 +133,13 @@ static int write_out(const report_t *r, const char *out, int in_place)
 int cmd_symbolize(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        { "output", required_argument, NULL, 'o' },   { "in-place", no_argument, NULL, 'i' },
-        { "missing-only", no_argument, NULL, 'm' },   { "debug-dir", required_argument, NULL, 'd' },
-        { "path-map", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"output", required_argument, NULL, 'o'},
+        {"in-place", no_argument, NULL, 'i'},
+        {"missing-only", no_argument, NULL, 'm'},
+        {"debug-dir", required_argument, NULL, 'd'},
+        {"path-map", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *out = NULL, *debug_dir = NULL, *path_map = NULL;
     int in_place = 0, missing_only = 0, c;
@@ -145,7 +157,8 @@ int cmd_symbolize(int argc, char **argv)
             path_map = optarg;
             break;
         case 'h': fputs(symbolize_help, stdout); return TOOL_OK;
-        case ':': return tool_usage_error("symbolize", "option '%s' needs a value", argv[optind - 1]);
+        case ':':
+            return tool_usage_error("symbolize", "option '%s' needs a value", argv[optind - 1]);
         default: return tool_usage_error("symbolize", "unknown option '%s'", argv[optind - 1]);
         }
     }
@@ -163,9 +176,10 @@ int cmd_symbolize(int argc, char **argv)
         tool_err("out of memory");
         return TOOL_BAD;
     }
-    sym_stats_t st = { 0 };
+    sym_stats_t st = {0};
     for (size_t i = 0; i < r.nleaks; i++)
-        for (size_t j = 0; j < r.leaks[i].nframes; j++) redo(ts, &r.leaks[i].frames[j], missing_only, &st);
+        for (size_t j = 0; j < r.leaks[i].nframes; j++)
+            redo(ts, &r.leaks[i].frames[j], missing_only, &st);
     for (size_t j = 0; j < r.oom.nframes; j++) redo(ts, &r.oom.frames[j], missing_only, &st);
     rc = write_out(&r, out, in_place);
     fprintf(stderr,

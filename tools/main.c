@@ -9,36 +9,44 @@
 #include <string.h>
 
 typedef struct subcommand {
-    const char *name;                 /* as typed */
+    const char *name;                  /* as typed */
     int (*run)(int argc, char **argv); /* argv[0] = name */
-    const char *args;                 /* synopsis */
-    const char *what;                 /* one line */
+    const char *args;                  /* synopsis */
+    const char *what;                  /* one line */
 } subcommand_t;
 
 static const subcommand_t subcommands[] = {
-    { "summary", cmd_summary, "REPORT", "per-device pool figures, size classes, counters, top leak sites" },
-    { "leaks", cmd_leaks, "REPORT [--top N] [--min-bytes B]", "live allocations grouped by site, full stacks" },
-    { "diff", cmd_diff, "OLD NEW [--fail-on-growth B]", "what grew between two reports, per stack" },
-    { "flame", cmd_flame, "REPORT [--by bytes|count]", "live allocations as folded stacks (flamegraph.pl)" },
-    { "map", cmd_map, "REPORT -o FILE [--html] [--by class|site]", "SVG/HTML picture of each pool" },
-    { "symbolize", cmd_symbolize, "REPORT [-o OUT | --in-place]", "redo function/file/line from module+offset" },
-    { "replay", cmd_replay, "TRACE [--pool-bytes N|--ratio R] [--fallback 0|1] [--min-pool]",
-      "run an allocation trace through the pool" },
+    {"summary", cmd_summary, "REPORT",
+     "per-device pool figures, size classes, counters, top leak sites"},
+    {"leaks", cmd_leaks, "REPORT [--top N] [--min-bytes B]",
+     "live allocations grouped by site, full stacks"},
+    {"diff", cmd_diff, "OLD NEW [--fail-on-growth B]", "what grew between two reports, per stack"},
+    {"flame", cmd_flame, "REPORT [--by bytes|count]",
+     "live allocations as folded stacks (flamegraph.pl)"},
+    {"map", cmd_map, "REPORT -o FILE [--html] [--by class|site]", "SVG/HTML picture of each pool"},
+    {"symbolize", cmd_symbolize, "REPORT [-o OUT | --in-place]",
+     "redo function/file/line from module+offset"},
+    {"replay", cmd_replay, "TRACE [--pool-bytes N|--ratio R] [--fallback 0|1] [--min-pool]",
+     "run an allocation trace through the pool"},
 };
 
 #define NSUB (sizeof subcommands / sizeof subcommands[0])
 
 static void help(FILE *f)
 {
-    fprintf(f, "usage: npupool COMMAND [ARGS]   (npupool COMMAND --help for details)\n\n"
-               "Reads npupool's JSON reports (NPUPOOL_REPORT) and allocation traces (NPUPOOL_TRACE).\n\n");
+    fprintf(
+        f,
+        "usage: npupool COMMAND [ARGS]   (npupool COMMAND --help for details)\n\n"
+        "Reads npupool's JSON reports (NPUPOOL_REPORT) and allocation traces (NPUPOOL_TRACE).\n\n");
     for (size_t i = 0; i < NSUB; i++) {
         char syn[96];
         snprintf(syn, sizeof syn, "%s %s", subcommands[i].name, subcommands[i].args);
         fprintf(f, "  %s\n      %s\n", syn, subcommands[i].what);
     }
-    fprintf(f, "  help [COMMAND]\n      this text, or a command's help\n\n"
-               "Exit status: 0 success, 1 a finding a flag asked to fail on, 2 bad usage or bad input.\n");
+    fprintf(
+        f,
+        "  help [COMMAND]\n      this text, or a command's help\n\n"
+        "Exit status: 0 success, 1 a finding a flag asked to fail on, 2 bad usage or bad input.\n");
 }
 
 int main(int argc, char **argv)
@@ -53,7 +61,7 @@ int main(int argc, char **argv)
         if (argc >= 3 && strcmp(name, "help") == 0) {
             for (size_t i = 0; i < NSUB; i++) {
                 if (strcmp(argv[2], subcommands[i].name) == 0) {
-                    char *hargv[] = { (char *)subcommands[i].name, (char *)"--help", NULL };
+                    char *hargv[] = {(char *)subcommands[i].name, (char *)"--help", NULL};
                     return subcommands[i].run(2, hargv);
                 }
             }

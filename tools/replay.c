@@ -28,7 +28,10 @@ static int pa_alloc(void *a, size_t requested, size_t granted, uintptr_t *out)
 {
     return pool_alloc(a, requested, granted, out) == POOL_OK ? 0 : -1;
 }
-static int pa_free(void *a, uintptr_t addr) { return pool_free(a, addr, NULL, NULL) == POOL_OK ? 0 : -1; }
+static int pa_free(void *a, uintptr_t addr)
+{
+    return pool_free(a, addr, NULL, NULL) == POOL_OK ? 0 : -1;
+}
 static void pa_stats(void *a, uint64_t *allocated, uint64_t *free_bytes, uint64_t *largest)
 {
     pool_stats_t st;
@@ -86,9 +89,9 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
     const replay_allocator_t *A = o->alloc ? o->alloc : &replay_pool_allocator;
     memset(r, 0, sizeof *r);
     r->ndevices = t->ndevices;
-    void *inst[TRC_MAX_DEVICES] = { 0 };
-    uint64_t live_req[TRC_MAX_DEVICES] = { 0 }, live_granted[TRC_MAX_DEVICES] = { 0 },
-             live_fb[TRC_MAX_DEVICES] = { 0 };
+    void *inst[TRC_MAX_DEVICES] = {0};
+    uint64_t live_req[TRC_MAX_DEVICES] = {0}, live_granted[TRC_MAX_DEVICES] = {0},
+             live_fb[TRC_MAX_DEVICES] = {0};
     uintptr_t *where = calloc(t->nallocs ? t->nallocs : 1, sizeof *where);
     if (where == NULL) {
         tool_err("%s: out of memory for %u allocations", t->path, t->nallocs);
@@ -153,7 +156,8 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
                 live_req[di] -= ev->size;
             } else if (w != SLOT_NONE) {
                 if (A->free(a, w) != 0) {
-                    tool_err("%s: internal error: the allocator refused to free a live block", t->path);
+                    tool_err("%s: internal error: the allocator refused to free a live block",
+                             t->path);
                     rc = -1;
                     e++;
                     break;
@@ -214,7 +218,8 @@ uint64_t replay_live_peak(const trace_t *t, int device, int rounding, uint64_t a
 }
 
 /* 1 when `device` runs the whole trace in a pool of `size` bytes with no refusal. */
-static int feasible(const trace_t *t, int device, const replay_opts_t *base, uint64_t size, int *probes)
+static int feasible(const trace_t *t, int device, const replay_opts_t *base, uint64_t size,
+                    int *probes)
 {
     replay_opts_t o = *base;
     o.pool_bytes = size;
@@ -250,8 +255,10 @@ uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, u
     /* lo infeasible, hi feasible, both multiples of resolution. */
     while (hi - lo > resolution) {
         uint64_t mid = lo + (hi - lo) / resolution / 2 * resolution;
-        if (feasible(t, device, o, mid, probes)) hi = mid;
-        else lo = mid;
+        if (feasible(t, device, o, mid, probes))
+            hi = mid;
+        else
+            lo = mid;
     }
     return hi;
 }

@@ -17,9 +17,9 @@
 
 /* The allocator under test.  alloc returns 0 or -1 (cannot serve); free returns 0 or -1. */
 typedef struct replay_allocator {
-    const char *name;                                          /* "pool", "firstfit" */
-    uint64_t align;                                            /* bytes a block size is rounded to */
-    void *(*create)(uintptr_t base, size_t size);              /* NULL on bad size / no memory */
+    const char *name;                             /* "pool", "firstfit" */
+    uint64_t align;                               /* bytes a block size is rounded to */
+    void *(*create)(uintptr_t base, size_t size); /* NULL on bad size / no memory */
     void (*destroy)(void *a);
     int (*alloc)(void *a, size_t requested, size_t granted, uintptr_t *out);
     int (*free)(void *a, uintptr_t addr);
@@ -50,34 +50,34 @@ typedef struct replay_opts {
 } replay_opts_t;
 
 typedef struct replay_dev {
-    uint64_t allocs;            /* allocation events replayed */
-    uint64_t served;            /* served by the allocator */
-    uint64_t refused;           /* the allocator could not serve */
-    uint64_t refused_bytes;     /* requested bytes of those */
-    uint64_t fallback;          /* refused ones served outside the pool (fallback on) */
-    uint64_t frees;             /* frees replayed */
-    uint64_t source_failures;   /* RMM "allocate failure" events */
-    uint64_t failures_served;   /* of those, ones this allocator could serve */
-    uint64_t peak_requested;    /* bytes: high-water mark of live requested bytes */
-    uint64_t peak_allocated;    /* bytes: high-water mark of allocator bytes in use */
-    uint64_t peak_fallback;     /* bytes: high-water mark of live fallback (granted) bytes */
-    uint64_t peak_reserved;     /* bytes: pool size + peak_fallback */
-    uint64_t live_requested;    /* bytes: live requested bytes at the end */
-    uint64_t final_free;        /* bytes: free in the pool at the end */
-    uint64_t final_largest;     /* bytes: largest free block at the end */
-    double final_frag;          /* 1 - largest/free at the end */
-    double worst_frag;          /* largest sampled 1 - largest/free (sampled, and at every refusal) */
-    uint64_t worst_frag_event;  /* event index where worst_frag was seen */
-    uint64_t first_refusal;     /* event index of the first refusal (valid when refused > 0) */
+    uint64_t allocs;          /* allocation events replayed */
+    uint64_t served;          /* served by the allocator */
+    uint64_t refused;         /* the allocator could not serve */
+    uint64_t refused_bytes;   /* requested bytes of those */
+    uint64_t fallback;        /* refused ones served outside the pool (fallback on) */
+    uint64_t frees;           /* frees replayed */
+    uint64_t source_failures; /* RMM "allocate failure" events */
+    uint64_t failures_served; /* of those, ones this allocator could serve */
+    uint64_t peak_requested;  /* bytes: high-water mark of live requested bytes */
+    uint64_t peak_allocated;  /* bytes: high-water mark of allocator bytes in use */
+    uint64_t peak_fallback;   /* bytes: high-water mark of live fallback (granted) bytes */
+    uint64_t peak_reserved;   /* bytes: pool size + peak_fallback */
+    uint64_t live_requested;  /* bytes: live requested bytes at the end */
+    uint64_t final_free;      /* bytes: free in the pool at the end */
+    uint64_t final_largest;   /* bytes: largest free block at the end */
+    double final_frag;        /* 1 - largest/free at the end */
+    double worst_frag;        /* largest sampled 1 - largest/free (sampled, and at every refusal) */
+    uint64_t worst_frag_event; /* event index where worst_frag was seen */
+    uint64_t first_refusal;    /* event index of the first refusal (valid when refused > 0) */
 } replay_dev_t;
 
 typedef struct replay_result {
-    int ndevices;                        /* = trace ndevices */
-    replay_dev_t dev[TRC_MAX_DEVICES];   /* per device index */
-    uint64_t events;                     /* events replayed */
-    double seconds;                      /* wall time of the replay loop */
-    int stopped;                         /* 1 when stop_on_refusal ended it early */
-    int violations;                      /* check() violations seen (check_every_op) */
+    int ndevices;                      /* = trace ndevices */
+    replay_dev_t dev[TRC_MAX_DEVICES]; /* per device index */
+    uint64_t events;                   /* events replayed */
+    double seconds;                    /* wall time of the replay loop */
+    int stopped;                       /* 1 when stop_on_refusal ended it early */
+    int violations;                    /* check() violations seen (check_every_op) */
 } replay_result_t;
 
 /* Bytes that belong to a block of `size` requested bytes under `rounding`. */

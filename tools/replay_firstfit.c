@@ -11,9 +11,9 @@
 #include <stdlib.h>
 
 typedef struct ffa {
-    ff_pool_t *ff;    /* the baseline pool */
-    uintptr_t base;   /* made-up start address */
-    size_t size;      /* pool bytes */
+    ff_pool_t *ff;  /* the baseline pool */
+    uintptr_t base; /* made-up start address */
+    size_t size;    /* pool bytes */
 } ffa_t;
 
 static void *ffa_create(uintptr_t base, size_t size)

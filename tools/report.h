@@ -29,27 +29,27 @@ typedef struct rep_frame {
 } rep_frame_t;
 
 typedef struct rep_leak {
-    long device;           /* device id */
-    uint64_t count;        /* live allocations of this stack */
-    uint64_t bytes;        /* sum of their requested bytes */
-    uint64_t granted;      /* sum of their granted bytes (0 when absent) */
-    double oldest_age_s;   /* seconds since the oldest of them (0 when absent) */
-    char stack_id[32];     /* as written (number or string), "" when absent */
-    int has_growth;        /* 1 when "growth" was present */
-    int64_t growth_count;  /* allocations gained since the previous report */
-    int64_t growth_bytes;  /* bytes gained since the previous report */
-    rep_frame_t *frames;   /* innermost (the allocation call site) first */
-    size_t nframes;        /* entries in frames */
+    long device;          /* device id */
+    uint64_t count;       /* live allocations of this stack */
+    uint64_t bytes;       /* sum of their requested bytes */
+    uint64_t granted;     /* sum of their granted bytes (0 when absent) */
+    double oldest_age_s;  /* seconds since the oldest of them (0 when absent) */
+    char stack_id[32];    /* as written (number or string), "" when absent */
+    int has_growth;       /* 1 when "growth" was present */
+    int64_t growth_count; /* allocations gained since the previous report */
+    int64_t growth_bytes; /* bytes gained since the previous report */
+    rep_frame_t *frames;  /* innermost (the allocation call site) first */
+    size_t nframes;       /* entries in frames */
 } rep_leak_t;
 
 typedef struct rep_bucket {
-    uint64_t lo, hi;       /* size range in bytes, hi = UINT64_MAX for "and larger" */
-    int has_range;         /* 1 when a range was given */
-    const char *label;     /* label as written, if any */
-    uint64_t live_blocks;  /* live allocations in this class */
-    uint64_t live_bytes;   /* their bytes */
-    uint64_t free_blocks;  /* free blocks in this class */
-    uint64_t free_bytes;   /* their bytes */
+    uint64_t lo, hi;      /* size range in bytes, hi = UINT64_MAX for "and larger" */
+    int has_range;        /* 1 when a range was given */
+    const char *label;    /* label as written, if any */
+    uint64_t live_blocks; /* live allocations in this class */
+    uint64_t live_bytes;  /* their bytes */
+    uint64_t free_blocks; /* free blocks in this class */
+    uint64_t free_bytes;  /* their bytes */
 } rep_bucket_t;
 
 typedef struct rep_counter {
@@ -64,28 +64,28 @@ typedef struct rep_extent {
 } rep_extent_t;
 
 typedef struct rep_device {
-    long device;                 /* device id */
-    int has_pool;                /* 0 when "pool" is null (live records but no pool) */
-    uint64_t reserved;           /* pool.reserved_bytes */
-    uint64_t allocated;          /* pool.allocated_bytes (granted, live) */
-    uint64_t requested;          /* pool.requested_bytes */
-    uint64_t peak_allocated;     /* pool.peak_allocated_bytes */
-    uint64_t free_bytes;         /* pool.free_bytes */
-    uint64_t largest_free;       /* pool.largest_free_bytes */
-    uint64_t free_blocks;        /* pool.free_blocks */
-    uint64_t overhead;           /* pool.overhead_bytes */
-    uint64_t base;               /* pool.base (device address of the pool), 0 when absent */
-    double fragmentation;        /* pool.fragmentation, 0..1 */
-    rep_bucket_t *buckets;       /* size classes */
-    size_t nbuckets;             /* entries in buckets */
-    rep_extent_t *free_map;      /* free blocks, offset order as written */
-    size_t nfree_map;            /* entries in free_map */
-    uint64_t free_map_omitted;   /* free blocks left out of free_map */
+    long device;                     /* device id */
+    int has_pool;                    /* 0 when "pool" is null (live records but no pool) */
+    uint64_t reserved;               /* pool.reserved_bytes */
+    uint64_t allocated;              /* pool.allocated_bytes (granted, live) */
+    uint64_t requested;              /* pool.requested_bytes */
+    uint64_t peak_allocated;         /* pool.peak_allocated_bytes */
+    uint64_t free_bytes;             /* pool.free_bytes */
+    uint64_t largest_free;           /* pool.largest_free_bytes */
+    uint64_t free_blocks;            /* pool.free_blocks */
+    uint64_t overhead;               /* pool.overhead_bytes */
+    uint64_t base;                   /* pool.base (device address of the pool), 0 when absent */
+    double fragmentation;            /* pool.fragmentation, 0..1 */
+    rep_bucket_t *buckets;           /* size classes */
+    size_t nbuckets;                 /* entries in buckets */
+    rep_extent_t *free_map;          /* free blocks, offset order as written */
+    size_t nfree_map;                /* entries in free_map */
+    uint64_t free_map_omitted;       /* free blocks left out of free_map */
     uint64_t free_map_omitted_bytes; /* their bytes */
-    rep_extent_t *live_map;      /* live blocks when the report lists them ("live_map") */
-    size_t nlive_map;            /* entries in live_map */
-    rep_counter_t *counters;     /* counters in written order */
-    size_t ncounters;            /* entries in counters */
+    rep_extent_t *live_map;          /* live blocks when the report lists them ("live_map") */
+    size_t nlive_map;                /* entries in live_map */
+    rep_counter_t *counters;         /* counters in written order */
+    size_t ncounters;                /* entries in counters */
 } rep_device_t;
 
 typedef struct rep_oom {
@@ -101,27 +101,27 @@ typedef struct rep_oom {
 } rep_oom_t;
 
 typedef struct report {
-    char path[512];          /* file name for messages */
-    cJSON *root;             /* the parsed document */
-    const char *schema;      /* "npupool-report/1" */
-    const char *trigger;     /* exit, finalize, signal, interval, oom, reset, threshold */
-    long pid;                /* process.pid */
-    long rank;               /* process.rank (0 when absent) */
-    const char *exe;         /* process.exe, "" when absent */
-    const char *hostname;    /* process.hostname, "" when absent */
-    char cmdline[256];       /* process.cmdline (an array is joined with spaces) */
-    char start_time[40];     /* process.start_time as text */
-    char dump_time[40];      /* process.dump_time as text */
-    double dump_time_s;      /* process.dump_time when numeric, else 0 */
-    double uptime_s;         /* process.uptime_s (seconds since start), -1 when absent */
-    long sequence;           /* "sequence" (report number in the process), -1 when absent */
-    cJSON *config;           /* "config" object or NULL */
-    rep_device_t *devices;   /* per device */
-    size_t ndevices;         /* entries in devices */
-    rep_leak_t *leaks;       /* live allocations grouped by stack */
-    size_t nleaks;           /* entries in leaks */
-    uint64_t leaks_omitted;  /* sites left out of "leaks" when the report says so */
-    rep_oom_t oom;           /* the oom post-mortem, when present */
+    char path[512];         /* file name for messages */
+    cJSON *root;            /* the parsed document */
+    const char *schema;     /* "npupool-report/1" */
+    const char *trigger;    /* exit, finalize, signal, interval, oom, reset, threshold */
+    long pid;               /* process.pid */
+    long rank;              /* process.rank (0 when absent) */
+    const char *exe;        /* process.exe, "" when absent */
+    const char *hostname;   /* process.hostname, "" when absent */
+    char cmdline[256];      /* process.cmdline (an array is joined with spaces) */
+    char start_time[40];    /* process.start_time as text */
+    char dump_time[40];     /* process.dump_time as text */
+    double dump_time_s;     /* process.dump_time when numeric, else 0 */
+    double uptime_s;        /* process.uptime_s (seconds since start), -1 when absent */
+    long sequence;          /* "sequence" (report number in the process), -1 when absent */
+    cJSON *config;          /* "config" object or NULL */
+    rep_device_t *devices;  /* per device */
+    size_t ndevices;        /* entries in devices */
+    rep_leak_t *leaks;      /* live allocations grouped by stack */
+    size_t nleaks;          /* entries in leaks */
+    uint64_t leaks_omitted; /* sites left out of "leaks" when the report says so */
+    rep_oom_t oom;          /* the oom post-mortem, when present */
 } report_t;
 
 /* Load and validate a file ("-" = stdin).  Returns 0, or 2 after one message. */

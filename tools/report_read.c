@@ -18,12 +18,12 @@
 #define PATH_DEPTH 8
 
 typedef struct rd {
-    const char *name;                /* file name for messages */
-    int quiet;                       /* no messages (fuzzer) */
-    int nseg;                        /* segments in use */
-    const char *key[PATH_DEPTH];     /* object key of segment i, or NULL for an index */
-    size_t idx[PATH_DEPTH];          /* array index of segment i */
-    int failed;                      /* 1 after the first error */
+    const char *name;            /* file name for messages */
+    int quiet;                   /* no messages (fuzzer) */
+    int nseg;                    /* segments in use */
+    const char *key[PATH_DEPTH]; /* object key of segment i, or NULL for an index */
+    size_t idx[PATH_DEPTH];      /* array index of segment i */
+    int failed;                  /* 1 after the first error */
 } rd_t;
 
 static void push_key(rd_t *d, const char *k)
@@ -38,7 +38,8 @@ static void push_idx(rd_t *d, size_t i)
 }
 static void pop(rd_t *d) { d->nseg--; }
 
-static int fail(rd_t *d, const char *leaf, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(rd_t *d, const char *leaf, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(rd_t *d, const char *leaf, const char *fmt, ...)
 {
     if (d->failed) return -1;
@@ -47,8 +48,10 @@ static int fail(rd_t *d, const char *leaf, const char *fmt, ...)
     char path[256] = "$";
     size_t n = 1;
     for (int i = 0; i < d->nseg && i < PATH_DEPTH && n < sizeof path; i++) {
-        if (d->key[i]) n += (size_t)snprintf(path + n, sizeof path - n, ".%s", d->key[i]);
-        else n += (size_t)snprintf(path + n, sizeof path - n, "[%zu]", d->idx[i]);
+        if (d->key[i])
+            n += (size_t)snprintf(path + n, sizeof path - n, ".%s", d->key[i]);
+        else
+            n += (size_t)snprintf(path + n, sizeof path - n, "[%zu]", d->idx[i]);
     }
     if (leaf && n < sizeof path) snprintf(path + n, sizeof path - n, ".%s", leaf);
     char msg[300];
@@ -74,11 +77,15 @@ static const char *type_name(const cJSON *v)
 
 /* ---- typed getters: return 0 ok / 1 absent (optional) / -1 error ---------------------------- */
 
-static cJSON *member(const cJSON *obj, const char *key) { return cJSON_GetObjectItemCaseSensitive(obj, key); }
+static cJSON *member(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
 
 static int as_u64(rd_t *d, const cJSON *v, const char *leaf, uint64_t *out)
 {
-    if (!cJSON_IsNumber(v)) return fail(d, leaf, "expected an unsigned integer, found %s", type_name(v));
+    if (!cJSON_IsNumber(v))
+        return fail(d, leaf, "expected an unsigned integer, found %s", type_name(v));
     double x = v->valuedouble;
     if (!(x >= 0) || x != floor(x) || x >= 18446744073709551616.0)
         return fail(d, leaf, "expected an unsigned integer, found %g", x);
@@ -121,7 +128,8 @@ static int get_long(rd_t *d, const cJSON *obj, const char *key, int required, lo
 static int get_double(rd_t *d, const cJSON *obj, const char *key, int required, double *out)
 {
     cJSON *v = member(obj, key);
-    if (v == NULL || (!required && cJSON_IsNull(v))) return required ? fail(d, key, "missing (required)") : 1;
+    if (v == NULL || (!required && cJSON_IsNull(v)))
+        return required ? fail(d, key, "missing (required)") : 1;
     if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return fail(d, key, "expected a number, found %s", type_name(v));
     *out = v->valuedouble;
@@ -214,14 +222,17 @@ static int read_frames(rd_t *d, const cJSON *parent, rep_frame_t **out, size_t *
         }
         rep_frame_t *x = &f[i];
         x->node = fr;
-        if (get_str(d, fr, "function", 0, &x->function) < 0 || get_str(d, fr, "module", 0, &x->module) < 0 ||
-            get_str(d, fr, "file", 0, &x->file) < 0 || get_str(d, fr, "build_id", 0, &x->build_id) < 0)
+        if (get_str(d, fr, "function", 0, &x->function) < 0 ||
+            get_str(d, fr, "module", 0, &x->module) < 0 ||
+            get_str(d, fr, "file", 0, &x->file) < 0 ||
+            get_str(d, fr, "build_id", 0, &x->build_id) < 0)
             return -1;
         cJSON *off = member(fr, "offset");
         if (off && cJSON_IsString(off)) { /* "0x1234" is accepted too */
             char *end;
             x->offset = strtoull(off->valuestring, &end, 0);
-            if (off->valuestring[0] == '\0' || *end != '\0') return fail(d, "offset", "expected an offset");
+            if (off->valuestring[0] == '\0' || *end != '\0')
+                return fail(d, "offset", "expected an offset");
             x->has_offset = 1;
         } else {
             int r = get_u64(d, fr, "offset", 0, &x->offset);
@@ -294,17 +305,21 @@ static int read_buckets(rd_t *d, const cJSON *dev, rep_device_t *o)
     cJSON_ArrayForEach(b, arr)
     {
         push_idx(d, i);
-        if (!cJSON_IsObject(b)) return fail(d, NULL, "expected a bucket object, found %s", type_name(b));
+        if (!cJSON_IsObject(b))
+            return fail(d, NULL, "expected a bucket object, found %s", type_name(b));
         rep_bucket_t *x = &o->buckets[i];
         cJSON *range = member(b, "range");
         if (range && cJSON_IsArray(range) && cJSON_GetArraySize(range) == 2) {
             cJSON *hi = cJSON_GetArrayItem(range, 1);
             if (as_u64(d, cJSON_GetArrayItem(range, 0), "range[0]", &x->lo) < 0) return -1;
-            if (cJSON_IsNull(hi)) x->hi = UINT64_MAX;
-            else if (as_u64(d, hi, "range[1]", &x->hi) < 0) return -1;
+            if (cJSON_IsNull(hi))
+                x->hi = UINT64_MAX;
+            else if (as_u64(d, hi, "range[1]", &x->hi) < 0)
+                return -1;
             x->has_range = 1;
         } else if (range && !cJSON_IsNull(range)) {
-            return fail(d, "range", "expected [min_bytes, max_bytes or null], found %s", type_name(range));
+            return fail(d, "range", "expected [min_bytes, max_bytes or null], found %s",
+                        type_name(range));
         } else {
             uint64_t lo = 0, hi = 0;
             int a = get_u64(d, b, "min_bytes", 0, &lo), c = get_u64(d, b, "max_bytes", 0, &hi);
@@ -316,7 +331,8 @@ static int read_buckets(rd_t *d, const cJSON *dev, rep_device_t *o)
             }
         }
         if (get_str(d, b, "label", 0, &x->label) < 0) return -1;
-        if (get_u64(d, b, "live_blocks", 0, &x->live_blocks) < 0 || get_u64(d, b, "free_blocks", 0, &x->free_blocks) < 0 ||
+        if (get_u64(d, b, "live_blocks", 0, &x->live_blocks) < 0 ||
+            get_u64(d, b, "free_blocks", 0, &x->free_blocks) < 0 ||
             get_u64(d, b, "free_bytes", 0, &x->free_bytes) < 0)
             return -1;
         int r = get_u64(d, b, "live_bytes", 0, &x->live_bytes);
@@ -331,30 +347,38 @@ static int read_buckets(rd_t *d, const cJSON *dev, rep_device_t *o)
 
 static int read_device(rd_t *d, const cJSON *dev, rep_device_t *o)
 {
-    if (!cJSON_IsObject(dev)) return fail(d, NULL, "expected a device object, found %s", type_name(dev));
+    if (!cJSON_IsObject(dev))
+        return fail(d, NULL, "expected a device object, found %s", type_name(dev));
     if (get_long(d, dev, "device", 1, &o->device) < 0) return -1;
     cJSON *pool = member(dev, "pool");
-    if (pool == NULL) return fail(d, "pool", "missing (required; null when the device has no pool)");
+    if (pool == NULL)
+        return fail(d, "pool", "missing (required; null when the device has no pool)");
     if (cJSON_IsNull(pool)) goto after_pool;
-    if (!cJSON_IsObject(pool)) return fail(d, "pool", "expected an object or null, found %s", type_name(pool));
+    if (!cJSON_IsObject(pool))
+        return fail(d, "pool", "expected an object or null, found %s", type_name(pool));
     o->has_pool = 1;
     push_key(d, "pool");
-    if (get_u64(d, pool, "reserved_bytes", 1, &o->reserved) < 0 || get_u64(d, pool, "allocated_bytes", 1, &o->allocated) < 0 ||
+    if (get_u64(d, pool, "reserved_bytes", 1, &o->reserved) < 0 ||
+        get_u64(d, pool, "allocated_bytes", 1, &o->allocated) < 0 ||
         get_u64(d, pool, "free_bytes", 1, &o->free_bytes) < 0 ||
         get_u64(d, pool, "largest_free_bytes", 1, &o->largest_free) < 0 ||
         get_double(d, pool, "fragmentation", 1, &o->fragmentation) < 0 ||
         get_u64(d, pool, "requested_bytes", 0, &o->requested) < 0 ||
         get_u64(d, pool, "peak_allocated_bytes", 0, &o->peak_allocated) < 0 ||
-        get_u64(d, pool, "free_blocks", 0, &o->free_blocks) < 0 || get_u64(d, pool, "overhead_bytes", 0, &o->overhead) < 0)
+        get_u64(d, pool, "free_blocks", 0, &o->free_blocks) < 0 ||
+        get_u64(d, pool, "overhead_bytes", 0, &o->overhead) < 0)
         return -1;
     cJSON *base = member(pool, "base");
-    if (base && cJSON_IsString(base)) o->base = strtoull(base->valuestring, NULL, 0);
-    else if (get_u64(d, pool, "base", 0, &o->base) < 0) return -1;
+    if (base && cJSON_IsString(base))
+        o->base = strtoull(base->valuestring, NULL, 0);
+    else if (get_u64(d, pool, "base", 0, &o->base) < 0)
+        return -1;
     if (o->fragmentation < 0 || o->fragmentation > 1)
-        return fail(d, "fragmentation", "expected a fraction in [0, 1], found %g", o->fragmentation);
+        return fail(d, "fragmentation", "expected a fraction in [0, 1], found %g",
+                    o->fragmentation);
     if (o->largest_free > o->free_bytes)
-        return fail(d, "largest_free_bytes", "larger than free_bytes (%" PRIu64 " > %" PRIu64 ")", o->largest_free,
-                    o->free_bytes);
+        return fail(d, "largest_free_bytes", "larger than free_bytes (%" PRIu64 " > %" PRIu64 ")",
+                    o->largest_free, o->free_bytes);
     pop(d);
 after_pool:
     if (read_buckets(d, dev, o) < 0) return -1;
@@ -376,7 +400,8 @@ after_pool:
         size_t i = 0;
         cJSON_ArrayForEach(c, ctr)
         {
-            if (!cJSON_IsNumber(c)) return fail(d, c->string, "expected a number, found %s", type_name(c));
+            if (!cJSON_IsNumber(c))
+                return fail(d, c->string, "expected a number, found %s", type_name(c));
             o->counters[i].name = c->string;
             o->counters[i].value = c->valuedouble;
             i++;
@@ -389,9 +414,11 @@ after_pool:
 
 static int read_leak(rd_t *d, const cJSON *lk, rep_leak_t *o)
 {
-    if (!cJSON_IsObject(lk)) return fail(d, NULL, "expected a leak object, found %s", type_name(lk));
+    if (!cJSON_IsObject(lk))
+        return fail(d, NULL, "expected a leak object, found %s", type_name(lk));
     if (get_long(d, lk, "device", 1, &o->device) < 0 || get_u64(d, lk, "count", 1, &o->count) < 0 ||
-        get_u64(d, lk, "bytes", 1, &o->bytes) < 0 || get_u64(d, lk, "granted_bytes", 0, &o->granted) < 0 ||
+        get_u64(d, lk, "bytes", 1, &o->bytes) < 0 ||
+        get_u64(d, lk, "granted_bytes", 0, &o->granted) < 0 ||
         get_double(d, lk, "oldest_age_s", 0, &o->oldest_age_s) < 0)
         return -1;
     if (get_text(d, lk, "stack_id", o->stack_id, sizeof o->stack_id, NULL) < 0) return -1;
@@ -400,7 +427,8 @@ static int read_leak(rd_t *d, const cJSON *lk, rep_leak_t *o)
     if (r < 0) return -1;
     if (r == 0) {
         push_key(d, "growth");
-        if (get_i64(d, g, "count", 1, &o->growth_count) < 0 || get_i64(d, g, "bytes", 1, &o->growth_bytes) < 0)
+        if (get_i64(d, g, "count", 1, &o->growth_count) < 0 ||
+            get_i64(d, g, "bytes", 1, &o->growth_bytes) < 0)
             return -1;
         pop(d);
         o->has_growth = 1;
@@ -428,19 +456,23 @@ static void join_cmdline(const cJSON *v, char *buf, size_t cap)
 static int read_report(rd_t *d, report_t *r)
 {
     cJSON *root = r->root;
-    if (!cJSON_IsObject(root)) return fail(d, NULL, "a report is a JSON object, found %s", type_name(root));
+    if (!cJSON_IsObject(root))
+        return fail(d, NULL, "a report is a JSON object, found %s", type_name(root));
     cJSON *sch = member(root, "schema");
     if (sch == NULL) return fail(d, "schema", "missing: not an npupool report");
-    if (!cJSON_IsString(sch)) return fail(d, "schema", "expected a string, found %s", type_name(sch));
+    if (!cJSON_IsString(sch))
+        return fail(d, "schema", "expected a string, found %s", type_name(sch));
     if (strcmp(sch->valuestring, REPORT_SCHEMA) != 0)
-        return fail(d, "schema", "report of schema '%.60s'; this npupool reads '%s'", sch->valuestring, REPORT_SCHEMA);
+        return fail(d, "schema", "report of schema '%.60s'; this npupool reads '%s'",
+                    sch->valuestring, REPORT_SCHEMA);
     r->schema = sch->valuestring;
     if (get_str(d, root, "trigger", 1, &r->trigger) < 0) return -1;
     cJSON *proc;
     if (get_obj(d, root, "process", 1, &proc) < 0) return -1;
     push_key(d, "process");
     if (get_long(d, proc, "pid", 1, &r->pid) < 0 || get_long(d, proc, "rank", 0, &r->rank) < 0 ||
-        get_str(d, proc, "exe", 0, &r->exe) < 0 || get_str(d, proc, "hostname", 0, &r->hostname) < 0 ||
+        get_str(d, proc, "exe", 0, &r->exe) < 0 ||
+        get_str(d, proc, "hostname", 0, &r->hostname) < 0 ||
         get_text(d, proc, "start_time", r->start_time, sizeof r->start_time, NULL) < 0 ||
         get_text(d, proc, "dump_time", r->dump_time, sizeof r->dump_time, &r->dump_time_s) < 0)
         return -1;
@@ -448,7 +480,8 @@ static int read_report(rd_t *d, report_t *r)
     if (get_double(d, proc, "uptime_s", 0, &r->uptime_s) < 0) return -1;
     cJSON *cl = member(proc, "cmdline");
     if (cl && !cJSON_IsString(cl) && !cJSON_IsArray(cl) && !cJSON_IsNull(cl))
-        return fail(d, "cmdline", "expected a string or an array of strings, found %s", type_name(cl));
+        return fail(d, "cmdline", "expected a string or an array of strings, found %s",
+                    type_name(cl));
     join_cmdline(cl, r->cmdline, sizeof r->cmdline);
     if (r->exe == NULL) r->exe = "";
     if (r->hostname == NULL) r->hostname = "";
@@ -498,7 +531,8 @@ static int read_report(rd_t *d, report_t *r)
     if (get_u64(d, root, "leaks_omitted", 0, &r->leaks_omitted) < 0) return -1;
     for (size_t k = 0; k < r->ndevices; k++)
         for (size_t j = 0; j < r->devices[k].nlive_map; j++)
-            if (r->devices[k].live_map[j].site >= (long)r->nleaks) r->devices[k].live_map[j].site = -1;
+            if (r->devices[k].live_map[j].site >= (long)r->nleaks)
+                r->devices[k].live_map[j].site = -1;
 
     cJSON *oom;
     int rc = get_obj(d, root, "oom", 0, &oom);
@@ -507,11 +541,13 @@ static int read_report(rd_t *d, report_t *r)
         rep_oom_t *o = &r->oom;
         o->present = 1;
         push_key(d, "oom");
-        if (get_u64(d, oom, "requested_bytes", 1, &o->requested) < 0 || get_long(d, oom, "device", 0, &o->device) < 0 ||
+        if (get_u64(d, oom, "requested_bytes", 1, &o->requested) < 0 ||
+            get_long(d, oom, "device", 0, &o->device) < 0 ||
             get_str(d, oom, "entry_point", 0, &o->entry_point) < 0 ||
             get_u64(d, oom, "free_bytes", 0, &o->free_bytes) < 0 ||
             get_u64(d, oom, "largest_free_bytes", 0, &o->largest_free) < 0 ||
-            get_str(d, oom, "reason", 0, &o->reason) < 0 || read_frames(d, oom, &o->frames, &o->nframes) < 0)
+            get_str(d, oom, "reason", 0, &o->reason) < 0 ||
+            read_frames(d, oom, &o->frames, &o->nframes) < 0)
             return -1;
         pop(d);
     }
@@ -524,8 +560,10 @@ static void line_col(const char *buf, size_t pos, size_t *line, size_t *col)
     *line = 1;
     *col = 1;
     for (size_t i = 0; i < pos; i++) {
-        if (buf[i] == '\n') (*line)++, *col = 1;
-        else (*col)++;
+        if (buf[i] == '\n')
+            (*line)++, *col = 1;
+        else
+            (*col)++;
     }
 }
 
@@ -533,7 +571,7 @@ int report_parse(const char *name, const char *buf, size_t len, report_t *r, int
 {
     memset(r, 0, sizeof *r);
     snprintf(r->path, sizeof r->path, "%s", name);
-    rd_t d = { .name = name, .quiet = quiet };
+    rd_t d = {.name = name, .quiet = quiet};
     const char *end = NULL;
     if (len == 0) {
         if (!quiet) tool_err("%s: empty file: not a report", name);
@@ -547,17 +585,21 @@ int report_parse(const char *name, const char *buf, size_t len, report_t *r, int
             size_t rest = len - pos;
             int at_end = 1;
             for (size_t i = pos; i < len; i++)
-                if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\t' && buf[i] != '\0') {
+                if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\t' &&
+                    buf[i] != '\0') {
                     at_end = 0;
                     break;
                 }
-            if (at_end) tool_err("%s:%zu:%zu: truncated JSON (the document ends early)", name, line, col);
+            if (at_end)
+                tool_err("%s:%zu:%zu: truncated JSON (the document ends early)", name, line, col);
             else {
                 char near[24];
                 size_t k = 0;
-                for (size_t i = pos; i < len && k < 16; i++) near[k++] = (buf[i] >= 32 && buf[i] < 127) ? buf[i] : '?';
+                for (size_t i = pos; i < len && k < 16; i++)
+                    near[k++] = (buf[i] >= 32 && buf[i] < 127) ? buf[i] : '?';
                 near[k] = '\0';
-                tool_err("%s:%zu:%zu: invalid JSON near '%s'%s", name, line, col, near, rest > 16 ? "..." : "");
+                tool_err("%s:%zu:%zu: invalid JSON near '%s'%s", name, line, col, near,
+                         rest > 16 ? "..." : "");
             }
         }
         return TOOL_BAD;

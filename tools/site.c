@@ -16,7 +16,10 @@ const char *rep_basename(const char *path)
     return s ? s + 1 : path;
 }
 
-static int frame_known(const rep_frame_t *f) { return f->function || f->file || (f->module && f->has_offset); }
+static int frame_known(const rep_frame_t *f)
+{
+    return f->function || f->file || (f->module && f->has_offset);
+}
 
 const char *rep_site_label(const rep_leak_t *l, char *buf, size_t cap)
 {
@@ -63,6 +66,7 @@ const char *rep_frame_label(const rep_frame_t *f, char *buf, size_t cap)
     if (n < cap && f->file)
         n += (size_t)snprintf(buf + n, cap - n, " at %s:%" PRIu64, f->file, f->line);
     if (n < cap && f->module)
-        n += (size_t)snprintf(buf + n, cap - n, " (%s+0x%" PRIx64 ")", rep_basename(f->module), f->offset);
+        n += (size_t)snprintf(buf + n, cap - n, " (%s+0x%" PRIx64 ")", rep_basename(f->module),
+                              f->offset);
     return buf;
 }

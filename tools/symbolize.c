@@ -15,20 +15,20 @@
 #include <unistd.h>
 
 typedef struct tmod {
-    char *path;      /* module path as written in the report */
-    char *build_id;  /* build id asked for ("" = none) */
-    Dwfl *dwfl;      /* session, NULL when the module could not be used */
+    char *path;       /* module path as written in the report */
+    char *build_id;   /* build id asked for ("" = none) */
+    Dwfl *dwfl;       /* session, NULL when the module could not be used */
     Dwfl_Module *mod; /* the module in it */
-    int status;      /* TSYM_OK, or why it cannot be used */
+    int status;       /* TSYM_OK, or why it cannot be used */
 } tmod_t;
 
 struct tsym {
-    tmod_t *mods;          /* cache */
-    size_t n, cap;         /* used / allocated entries */
-    char *debuginfo_path;  /* for the callbacks (NULL = libdwfl's default) */
-    Dwfl_Callbacks cb;     /* offline callbacks */
-    char *map_old;         /* path prefix to replace (NULL = none) */
-    char *map_new;         /* its replacement */
+    tmod_t *mods;         /* cache */
+    size_t n, cap;        /* used / allocated entries */
+    char *debuginfo_path; /* for the callbacks (NULL = libdwfl's default) */
+    Dwfl_Callbacks cb;    /* offline callbacks */
+    char *map_old;        /* path prefix to replace (NULL = none) */
+    char *map_new;        /* its replacement */
 };
 
 tsym_t *tsym_open(const char *debug_dir, const char *path_map)
@@ -103,7 +103,8 @@ static tmod_t *module_get(tsym_t *s, const char *path, const char *build_id)
 {
     const char *bid = build_id ? build_id : "";
     for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->mods[i].path, path) == 0 && strcmp(s->mods[i].build_id, bid) == 0) return &s->mods[i];
+        if (strcmp(s->mods[i].path, path) == 0 && strcmp(s->mods[i].build_id, bid) == 0)
+            return &s->mods[i];
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 16;
         tmod_t *nm = realloc(s->mods, nc * sizeof *nm);
@@ -137,8 +138,8 @@ static tmod_t *module_get(tsym_t *s, const char *path, const char *build_id)
     return m;
 }
 
-int tsym_lookup(tsym_t *s, const char *module, const char *build_id, uint64_t offset, const char **function,
-                const char **file, int *line)
+int tsym_lookup(tsym_t *s, const char *module, const char *build_id, uint64_t offset,
+                const char **function, const char **file, int *line)
 {
     *function = NULL;
     *file = NULL;

@@ -16,18 +16,18 @@
 typedef struct tsym tsym_t;
 
 enum tsym_status {
-    TSYM_OK = 0,          /* something was found (function and/or file:line) */
-    TSYM_NO_MODULE = -1,  /* the module file cannot be opened */
-    TSYM_BUILD_ID = -2,   /* the file's build id differs from the report's */
-    TSYM_NOTHING = -3,    /* module found, but no symbol or line at that offset */
+    TSYM_OK = 0,         /* something was found (function and/or file:line) */
+    TSYM_NO_MODULE = -1, /* the module file cannot be opened */
+    TSYM_BUILD_ID = -2,  /* the file's build id differs from the report's */
+    TSYM_NOTHING = -3,   /* module found, but no symbol or line at that offset */
 };
 
 /* debug_dir: extra directory searched for separate debug files (NULL = the standard ones);
  * path_map: "OLD=NEW" prefix rewrite for module paths (NULL = none).  NULL on out of memory. */
 tsym_t *tsym_open(const char *debug_dir, const char *path_map);
 /* Strings returned live until tsym_close().  *function / *file are NULL when unknown. */
-int tsym_lookup(tsym_t *s, const char *module, const char *build_id, uint64_t offset, const char **function,
-                const char **file, int *line);
+int tsym_lookup(tsym_t *s, const char *module, const char *build_id, uint64_t offset,
+                const char **function, const char **file, int *line);
 void tsym_close(tsym_t *s);
 
 #endif /* NPUPOOL_TOOLS_SYMBOLIZE_H */

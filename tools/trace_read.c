@@ -134,10 +134,14 @@ static int scan_hex(const char *s, const char *e, uint64_t *out)
     uint64_t v = 0;
     for (; s < e; s++) {
         unsigned c = (unsigned char)*s, d;
-        if (c >= '0' && c <= '9') d = c - '0';
-        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-        else return -1;
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return -1;
         v = (v << 4) | d;
     }
     *out = v;
@@ -159,7 +163,8 @@ static int dev_index(parser_t *p, long id, uint32_t *out)
             return 0;
         }
     }
-    if (t->ndevices == TRC_MAX_DEVICES) return perr(p, "more than %d devices in one trace", TRC_MAX_DEVICES);
+    if (t->ndevices == TRC_MAX_DEVICES)
+        return perr(p, "more than %d devices in one trace", TRC_MAX_DEVICES);
     t->device_ids[t->ndevices] = id;
     *out = (uint32_t)t->ndevices++;
     return 0;
@@ -246,14 +251,19 @@ static int parse_npupool_line(parser_t *p, const char *s, const char *e)
 {
     const char *fs[6], *fe[6];
     int n = split(s, e, fs, fe, 6);
-    if (n != 6) return perr(p, "expected 6 fields thread,time_ns,action,pointer,size,device; got %d", n > 6 ? 7 : n);
+    if (n != 6)
+        return perr(p, "expected 6 fields thread,time_ns,action,pointer,size,device; got %d",
+                    n > 6 ? 7 : n);
     uint64_t tid, tm, ptr, size = 0, devv;
     if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad thread id (field 1)");
-    if (scan_dec(fs[1], fe[1], &tm) != 0) return perr(p, "bad time (field 2): expected nanoseconds");
-    if (scan_hex(fs[3], fe[3], &ptr) != 0) return perr(p, "bad pointer (field 4): expected hex like 0x7f0010000000");
+    if (scan_dec(fs[1], fe[1], &tm) != 0)
+        return perr(p, "bad time (field 2): expected nanoseconds");
+    if (scan_hex(fs[3], fe[3], &ptr) != 0)
+        return perr(p, "bad pointer (field 4): expected hex like 0x7f0010000000");
     const char *ds = fs[5];
     int neg = ds < fe[5] && *ds == '-';
-    if (scan_dec(ds + neg, fe[5], &devv) != 0 || devv > 0x7fffffff) return perr(p, "bad device (field 6)");
+    if (scan_dec(ds + neg, fe[5], &devv) != 0 || devv > 0x7fffffff)
+        return perr(p, "bad device (field 6)");
     uint32_t dev = 0;
     if (dev_index(p, neg ? -(long)devv : (long)devv, &dev) != 0) return TOOL_BAD;
     if (field_is(fs[2], fe[2], "alloc")) {
@@ -261,7 +271,8 @@ static int parse_npupool_line(parser_t *p, const char *s, const char *e)
         return on_alloc(p, ptr, size, dev);
     }
     if (field_is(fs[2], fe[2], "free")) {
-        if (fs[4] != fe[4] && scan_dec(fs[4], fe[4], &size) != 0) return perr(p, "bad size (field 5)");
+        if (fs[4] != fe[4] && scan_dec(fs[4], fe[4], &size) != 0)
+            return perr(p, "bad size (field 5)");
         return on_free(p, ptr, dev);
     }
     return perr(p, "bad action (field 3): expected alloc or free");
@@ -271,7 +282,9 @@ static int parse_rmm_line(parser_t *p, const char *s, const char *e)
 {
     const char *fs[6], *fe[6];
     int n = split(s, e, fs, fe, 6);
-    if (n != 6) return perr(p, "expected 6 fields Thread,Time,Action,Pointer,Size,Stream; got %d", n > 6 ? 7 : n);
+    if (n != 6)
+        return perr(p, "expected 6 fields Thread,Time,Action,Pointer,Size,Stream; got %d",
+                    n > 6 ? 7 : n);
     uint64_t tid, ptr = 0, size;
     if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad Thread (field 1)");
     if (fs[1] == fe[1]) return perr(p, "empty Time (field 2)");
@@ -302,7 +315,7 @@ int trace_parse(const char *name, const char *buf, size_t len, trace_t *t, int q
 {
     memset(t, 0, sizeof *t);
     snprintf(t->path, sizeof t->path, "%s", name);
-    parser_t p = { .name = name, .quiet = quiet, .line = 0, .t = t };
+    parser_t p = {.name = name, .quiet = quiet, .line = 0, .t = t};
     const char *s = buf, *end = buf + len;
     int rc = TOOL_OK, header_seen = 0;
     if (len == 0) {
@@ -329,8 +342,10 @@ int trace_parse(const char *name, const char *buf, size_t len, trace_t *t, int q
             if ((size_t)(le - ls) >= sizeof magic - 1 && memcmp(ls, magic, sizeof magic - 1) == 0) {
                 const char *v = ls + sizeof magic - 1;
                 if (le - v < 1 || *v != '1' || (le - v > 1 && v[1] != ' ')) {
-                    rc = perr(&p, "trace format '%.*s' not supported (this npupool reads npupool-trace/1)",
-                              (int)(le - ls - 2 > 40 ? 40 : le - ls - 2), ls + 2);
+                    rc = perr(
+                        &p,
+                        "trace format '%.*s' not supported (this npupool reads npupool-trace/1)",
+                        (int)(le - ls - 2 > 40 ? 40 : le - ls - 2), ls + 2);
                     goto out;
                 }
                 t->format = TRC_FMT_NPUPOOL;
@@ -352,7 +367,8 @@ int trace_parse(const char *name, const char *buf, size_t len, trace_t *t, int q
             if (*ls == '#') continue;
             if (!header_seen) {
                 if (!field_is(ls, le, "thread,time_ns,action,pointer,size,device")) {
-                    rc = perr(&p, "expected the column line 'thread,time_ns,action,pointer,size,device'");
+                    rc = perr(
+                        &p, "expected the column line 'thread,time_ns,action,pointer,size,device'");
                     goto out;
                 }
                 header_seen = 1;

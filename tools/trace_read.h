@@ -35,19 +35,19 @@ typedef struct trc_event {
 } trc_event_t;
 
 typedef struct trace {
-    char path[512];                    /* file name for messages */
-    int format;                        /* enum trc_format */
-    trc_event_t *ev;                   /* events in file order */
-    size_t nev;                        /* number of events */
-    size_t cap;                        /* allocated entries of ev */
-    uint32_t nallocs;                  /* TRC_ALLOC events = slots used */
-    uint64_t nfrees;                   /* TRC_FREE events */
-    uint64_t nfails;                   /* TRC_FAIL events */
-    uint64_t unknown_frees;            /* frees of pointers not live in the trace (skipped) */
-    uint64_t live_at_end;              /* allocations never freed */
-    uint64_t lines;                    /* lines read */
-    int ndevices;                      /* distinct devices */
-    long device_ids[TRC_MAX_DEVICES];  /* device id of each index */
+    char path[512];                   /* file name for messages */
+    int format;                       /* enum trc_format */
+    trc_event_t *ev;                  /* events in file order */
+    size_t nev;                       /* number of events */
+    size_t cap;                       /* allocated entries of ev */
+    uint32_t nallocs;                 /* TRC_ALLOC events = slots used */
+    uint64_t nfrees;                  /* TRC_FREE events */
+    uint64_t nfails;                  /* TRC_FAIL events */
+    uint64_t unknown_frees;           /* frees of pointers not live in the trace (skipped) */
+    uint64_t live_at_end;             /* allocations never freed */
+    uint64_t lines;                   /* lines read */
+    int ndevices;                     /* distinct devices */
+    long device_ids[TRC_MAX_DEVICES]; /* device id of each index */
 } trace_t;
 
 /* Read a whole file ("-" = stdin).  Returns 0, or 2 after printing one "npupool: FILE:LINE: ..."

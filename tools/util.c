@@ -38,7 +38,7 @@ int tool_usage_error(const char *cmd, const char *fmt, ...)
 
 const char *tool_bytes(char *buf, uint64_t v)
 {
-    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     if (v < 1024) {
         snprintf(buf, TOOL_UNITS_LEN, "%" PRIu64 " B", v);
         return buf;
@@ -96,14 +96,32 @@ int tool_parse_bytes(const char *s, uint64_t *out)
     if (errno != 0 || end == s || !isfinite(d) || d < 0) return -1;
     double mul = 1;
     switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    case 'k':
+    case 'K':
+        mul = 1024.0;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1024.0 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        mul = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
     default: break;
     }
-    if (mul > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0)) end += strlen(end);
-    else if (mul == 1 && strcmp(end, "B") == 0) end++;
+    if (mul > 1 && (strcmp(end, "iB") == 0 || strcmp(end, "B") == 0))
+        end += strlen(end);
+    else if (mul == 1 && strcmp(end, "B") == 0)
+        end++;
     if (*end != '\0') return -1;
     d *= mul;
     if (d >= 18446744073709551615.0) return -1;
@@ -121,7 +139,8 @@ int tool_read_file(const char *path, char **bufp, size_t *lenp)
     }
     size_t cap = 1 << 16, len = 0;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) cap = (size_t)st.st_size + 1;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap + 1);
     if (buf == NULL) goto oom;
     for (;;) {
@@ -162,7 +181,7 @@ oom:
 #define ARENA_CHUNK ((size_t)16 << 20) /* bytes per arena chunk */
 
 static struct {
-    char *cur;  /* next free byte of the current chunk */
+    char *cur;   /* next free byte of the current chunk */
     size_t left; /* bytes left in it */
 } arena;
 
@@ -172,7 +191,8 @@ static void *arena_alloc(size_t n)
     if (n > ARENA_CHUNK / 4) return malloc(n); /* never freed either: cJSON_Delete is a no-op */
     if (n > arena.left) {
         /* Pre-faulted in one call: page faults one by one cost more than parsing. */
-        char *c = mmap(NULL, ARENA_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        char *c = mmap(NULL, ARENA_CHUNK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (c == MAP_FAILED) return NULL;
         arena.cur = c;
         arena.left = ARENA_CHUNK;
@@ -187,6 +207,6 @@ static void arena_free(void *p) { (void)p; }
 
 void tool_json_arena(void)
 {
-    cJSON_Hooks h = { .malloc_fn = arena_alloc, .free_fn = arena_free };
+    cJSON_Hooks h = {.malloc_fn = arena_alloc, .free_fn = arena_free};
     cJSON_InitHooks(&h);
 }

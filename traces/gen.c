@@ -24,16 +24,16 @@
 #include <string.h>
 
 typedef struct gen {
-    FILE *out;          /* destination */
-    int rmm;            /* 1: RMM CSV, 0: npupool trace */
-    uint64_t rng;       /* splitmix64 state */
-    uint64_t time_ns;   /* synthetic clock */
-    uint64_t next_id;   /* next pointer number */
-    uint64_t events;    /* events written */
-    uint64_t *live;     /* live pointers */
-    uint64_t *live_sz;  /* their sizes */
-    size_t nlive;       /* entries used in live */
-    size_t cap;         /* entries allocated in live */
+    FILE *out;           /* destination */
+    int rmm;             /* 1: RMM CSV, 0: npupool trace */
+    uint64_t rng;        /* splitmix64 state */
+    uint64_t time_ns;    /* synthetic clock */
+    uint64_t next_id;    /* next pointer number */
+    uint64_t events;     /* events written */
+    uint64_t *live;      /* live pointers */
+    uint64_t *live_sz;   /* their sizes */
+    size_t nlive;        /* entries used in live */
+    size_t cap;          /* entries allocated in live */
     uint64_t live_bytes; /* sum of live sizes */
 } gen_t;
 
@@ -54,7 +54,9 @@ static void emit(gen_t *g, int alloc, uint64_t ptr, uint64_t size)
     g->events++;
     if (g->rmm) {
         uint64_t us = g->time_ns / 1000;
-        fprintf(g->out, "1,%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 ".%06" PRIu64 ",%s,0x%" PRIx64 ",%" PRIu64 ",0x0\n",
+        fprintf(g->out,
+                "1,%02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 ".%06" PRIu64 ",%s,0x%" PRIx64
+                ",%" PRIu64 ",0x0\n",
                 us / 3600000000u % 24, us / 60000000u % 60, us / 1000000u % 60, us % 1000000u,
                 alloc ? "allocate" : "free", ptr, size);
     } else if (alloc) {
@@ -131,7 +133,8 @@ static void scen_training(gen_t *g, uint64_t events)
     const uint64_t bsh = batch * seq * hidden * fp;
     /* Weights (per layer: qkv 3h^2, out h^2, mlp 8h^2) and two optimizer states each, fp32. */
     for (uint64_t l = 0; l < layers; l++) {
-        uint64_t w[4] = { 3 * hidden * hidden * 4, hidden * hidden * 4, 4 * hidden * hidden * 4, 4 * hidden * hidden * 4 };
+        uint64_t w[4] = {3 * hidden * hidden * 4, hidden * hidden * 4, 4 * hidden * hidden * 4,
+                         4 * hidden * hidden * 4};
         for (int k = 0; k < 4; k++)
             for (int s = 0; s < 3; s++) g_alloc(g, w[k]);
     }
@@ -141,8 +144,13 @@ static void scen_training(gen_t *g, uint64_t events)
         size_t na = 0;
         /* Forward: per layer keep 7 activations, use one workspace briefly. */
         for (uint64_t l = 0; l < layers; l++) {
-            uint64_t sz[7] = { bsh, 3 * bsh, batch * heads * seq * seq * fp, batch * heads * seq * seq * fp, bsh,
-                               4 * bsh, 4 * bsh };
+            uint64_t sz[7] = {bsh,
+                              3 * bsh,
+                              batch * heads * seq * seq * fp,
+                              batch * heads * seq * seq * fp,
+                              bsh,
+                              4 * bsh,
+                              4 * bsh};
             for (int k = 0; k < 7; k++) acts[na++] = ptr_of(g, g_alloc(g, sz[k]));
             size_t ws = g_alloc(g, uni(g, 1, 64) << 20); /* cuBLAS-like workspace */
             g_free(g, ws);
@@ -188,12 +196,16 @@ static void scen_service(gen_t *g, uint64_t events)
         npend = 0;
         int n = (int)uni(g, 2, 6);
         uint64_t mine[6];
-        for (int k = 0; k < n; k++) mine[k] = ptr_of(g, g_alloc(g, uni(g, 1, 1024) << 16)); /* 64K..64M */
+        for (int k = 0; k < n; k++)
+            mine[k] = ptr_of(g, g_alloc(g, uni(g, 1, 1024) << 16)); /* 64K..64M */
         for (int k = 0; k < n; k++) {
-            if (rnd(g) % 3 == 0 && npend < 8) pending[npend++] = mine[k];
-            else g_free_ptr(g, mine[k]);
+            if (rnd(g) % 3 == 0 && npend < 8)
+                pending[npend++] = mine[k];
+            else
+                g_free_ptr(g, mine[k]);
         }
-        if (req % 40 == 0) g_alloc(g, (uint64_t)1 << 20); /* the slow leak: a cache entry never dropped */
+        if (req % 40 == 0)
+            g_alloc(g, (uint64_t)1 << 20); /* the slow leak: a cache entry never dropped */
     }
     for (size_t i = 0; i < npend; i++) g_free_ptr(g, pending[i]);
     /* The leaked buffers stay live at the end: that is the point of this trace. */
@@ -204,35 +216,42 @@ static void scen_random(gen_t *g, uint64_t events, uint64_t max_mib, uint64_t ma
     while (g->events < events) {
         int alloc = g->nlive == 0 || rnd(g) % 100 < 73;
         uint64_t size = uni(g, 1, max_mib << 20);
-        if (alloc && g->live_bytes + size <= max_live) g_alloc(g, size);
-        else if (g->nlive) g_free(g, (size_t)(rnd(g) % g->nlive));
+        if (alloc && g->live_bytes + size <= max_live)
+            g_alloc(g, size);
+        else if (g->nlive)
+            g_free(g, (size_t)(rnd(g) % g->nlive));
     }
     while (g->nlive) g_free(g, (size_t)(rnd(g) % g->nlive));
 }
 
 static const char usage[] =
-    "usage: gen SCENARIO [--events N] [--seed S] [--format npupool|rmm] [--max-mib N] [--max-live BYTES] [-o FILE]\n"
+    "usage: gen SCENARIO [--events N] [--seed S] [--format npupool|rmm] [--max-mib N] [--max-live "
+    "BYTES] [-o FILE]\n"
     "  SCENARIO: serving | training | service | random   (see traces/gen.c)\n";
 
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        { "events", required_argument, NULL, 'n' }, { "seed", required_argument, NULL, 's' },
-        { "format", required_argument, NULL, 'f' }, { "max-mib", required_argument, NULL, 'm' },
-        { "max-live", required_argument, NULL, 'l' }, { "output", required_argument, NULL, 'o' },
-        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+        {"events", required_argument, NULL, 'n'},   {"seed", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'},   {"max-mib", required_argument, NULL, 'm'},
+        {"max-live", required_argument, NULL, 'l'}, {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     uint64_t events = 20000, seed = 1, max_mib = 16, max_live = (uint64_t)4 << 30;
     const char *outp = NULL;
-    gen_t g = { 0 };
+    gen_t g = {0};
     int c;
     while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
         switch (c) {
         case 'n': events = strtoull(optarg, NULL, 10); break;
         case 's': seed = strtoull(optarg, NULL, 10); break;
         case 'f':
-            if (strcmp(optarg, "rmm") == 0) g.rmm = 1;
-            else if (strcmp(optarg, "npupool") != 0) { fputs(usage, stderr); return 2; }
+            if (strcmp(optarg, "rmm") == 0)
+                g.rmm = 1;
+            else if (strcmp(optarg, "npupool") != 0) {
+                fputs(usage, stderr);
+                return 2;
+            }
             break;
         case 'm': max_mib = strtoull(optarg, NULL, 10); break;
         case 'l': max_live = strtoull(optarg, NULL, 10); break;
@@ -255,13 +274,21 @@ int main(int argc, char **argv)
     g.rng = seed * 0x2545F4914F6CDD1Dull + 7;
     g.time_ns = 1000000000;
     const char *scen = argv[optind];
-    if (g.rmm) fputs("Thread,Time,Action,Pointer,Size,Stream\n", g.out);
-    else fprintf(g.out, "# npupool-trace/1 generator=%s seed=%" PRIu64 "\nthread,time_ns,action,pointer,size,device\n",
-                 scen, seed);
-    if (strcmp(scen, "serving") == 0) scen_serving(&g, events);
-    else if (strcmp(scen, "training") == 0) scen_training(&g, events);
-    else if (strcmp(scen, "service") == 0) scen_service(&g, events);
-    else if (strcmp(scen, "random") == 0) scen_random(&g, events, max_mib, max_live);
+    if (g.rmm)
+        fputs("Thread,Time,Action,Pointer,Size,Stream\n", g.out);
+    else
+        fprintf(g.out,
+                "# npupool-trace/1 generator=%s seed=%" PRIu64
+                "\nthread,time_ns,action,pointer,size,device\n",
+                scen, seed);
+    if (strcmp(scen, "serving") == 0)
+        scen_serving(&g, events);
+    else if (strcmp(scen, "training") == 0)
+        scen_training(&g, events);
+    else if (strcmp(scen, "service") == 0)
+        scen_service(&g, events);
+    else if (strcmp(scen, "random") == 0)
+        scen_random(&g, events, max_mib, max_live);
     else {
         fputs(usage, stderr);
         return 2;

@@ -21,17 +21,18 @@ extern "C" {
 typedef int aclError;
 
 /* ---- error codes ---------------------------------------------------------------------- */
-#define ACL_SUCCESS                    0
-#define ACL_ERROR_INVALID_PARAM        100000 /* NULL out-pointer, size 0, NULL free */
-#define ACL_ERROR_UNINITIALIZE         100001
-#define ACL_ERROR_BAD_ALLOC            200000
-#define ACL_ERROR_INVALID_DEVICE       200002
-#define ACL_ERROR_RT_PARAM_INVALID     107000
-#define ACL_ERROR_RT_INVALID_DEVICEID  107001
-#define ACL_ERROR_RT_CONTEXT_NULL      107002 /* no device set on this thread */
-#define ACL_ERROR_RT_MEMORY_ALLOCATION 207001 /* out of memory: the only code torch_npu retries on */
-#define ACL_ERROR_RT_MEMORY_FREE       207002
-#define ACL_ERROR_RT_INTERNAL_ERROR    507000
+#define ACL_SUCCESS 0
+#define ACL_ERROR_INVALID_PARAM 100000 /* NULL out-pointer, size 0, NULL free */
+#define ACL_ERROR_UNINITIALIZE 100001
+#define ACL_ERROR_BAD_ALLOC 200000
+#define ACL_ERROR_INVALID_DEVICE 200002
+#define ACL_ERROR_RT_PARAM_INVALID 107000
+#define ACL_ERROR_RT_INVALID_DEVICEID 107001
+#define ACL_ERROR_RT_CONTEXT_NULL 107002 /* no device set on this thread */
+#define ACL_ERROR_RT_MEMORY_ALLOCATION \
+    207001 /* out of memory: the only code torch_npu retries on */
+#define ACL_ERROR_RT_MEMORY_FREE 207002
+#define ACL_ERROR_RT_INTERNAL_ERROR 507000
 
 /* ---- allocation policy (low byte) and flag bits ---------------------------------------- */
 typedef enum aclrtMemMallocPolicy {
@@ -162,11 +163,10 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
                      uint64_t flags);
 aclError aclrtUnmapMem(void *virPtr);
 aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
-                                          aclrtMemGranularityOptions option,
-                                          size_t *granularity);
+                                          aclrtMemGranularityOptions option, size_t *granularity);
 
 /* ---- helpers both sides share (not part of CANN's header) -------------------------------- */
-#define ACL_ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((size_t)(a) - 1))
+#define ACL_ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((size_t)(a)-1))
 /* Bytes that belong to a block: aclrtMalloc / aclrtMallocCached pad, aclrtMallocAlign32 does not. */
 #define ACL_PADDED_SIZE(size) (ACL_ALIGN_UP((size_t)(size), 32) + 32)
 #define ACL_ALIGN32_SIZE(size) ACL_ALIGN_UP((size_t)(size), 32)

@@ -41,11 +41,9 @@ void fa_err(const char *fmt, ...)
     va_start(ap, fmt);
     int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
     va_end(ap);
-    if (m < 0)
-        m = 0;
+    if (m < 0) m = 0;
     size_t len = (size_t)n + (size_t)m;
-    if (len > sizeof(buf) - 2)
-        len = sizeof(buf) - 2;
+    if (len > sizeof(buf) - 2) len = sizeof(buf) - 2;
     buf[len++] = '\n';
     int saved = errno;
     ssize_t w = write(2, buf, len);
@@ -59,44 +57,53 @@ void fa_unlock(void) { pthread_mutex_unlock(&fa_g.lock); }
 /* ---- option parsing ------------------------------------------------------------------------------ */
 int fa_parse_size(const char *s, size_t *out)
 {
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
+    if (s == NULL || *s < '0' || *s > '9') return -1;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
+    if (errno != 0) return -1;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        end++;
+        break;
     default: break;
     }
     if (shift != 0 && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
         end += 2;
     else if (end[0] == 'b' || end[0] == 'B')
         end++;
-    if (*end != '\0')
-        return -1;
-    if (shift != 0 && v > (SIZE_MAX >> shift))
-        return -1;
-    if (v > SIZE_MAX)
-        return -1;
+    if (*end != '\0') return -1;
+    if (shift != 0 && v > (SIZE_MAX >> shift)) return -1;
+    if (v > SIZE_MAX) return -1;
     *out = (size_t)v << shift;
     return 0;
 }
 
 static int parse_uint(const char *s, unsigned long long max, unsigned long long *out)
 {
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
+    if (s == NULL || *s < '0' || *s > '9') return -1;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > max)
-        return -1;
+    if (errno != 0 || *end != '\0' || v > max) return -1;
     *out = v;
     return 0;
 }
@@ -104,8 +111,7 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 static int opt_devices(const char *v)
 {
     unsigned long long n;
-    if (parse_uint(v, FA_MAX_DEVICES, &n) != 0)
-        return -1;
+    if (parse_uint(v, FA_MAX_DEVICES, &n) != 0) return -1;
     fa_g.ndev = (int)n;
     return 0;
 }
@@ -113,18 +119,15 @@ static int opt_devices(const char *v)
 static int opt_hbm(const char *v)
 {
     size_t b;
-    if (fa_parse_size(v, &b) != 0 || b == 0)
-        return -1;
-    for (int d = 0; d < FA_MAX_DEVICES; d++)
-        fa_g.dev[d].budget = b;
+    if (fa_parse_size(v, &b) != 0 || b == 0) return -1;
+    for (int d = 0; d < FA_MAX_DEVICES; d++) fa_g.dev[d].budget = b;
     return 0;
 }
 
 static int opt_fail_nth(const char *v)
 {
     unsigned long long n;
-    if (parse_uint(v, UINT64_MAX, &n) != 0)
-        return -1;
+    if (parse_uint(v, UINT64_MAX, &n) != 0) return -1;
     fa_g.fail_countdown = n;
     return 0;
 }
@@ -132,8 +135,7 @@ static int opt_fail_nth(const char *v)
 static int opt_fail_above(const char *v)
 {
     size_t b;
-    if (fa_parse_size(v, &b) != 0)
-        return -1;
+    if (fa_parse_size(v, &b) != 0) return -1;
     fa_g.fail_above = b;
     return 0;
 }
@@ -141,8 +143,7 @@ static int opt_fail_above(const char *v)
 static int opt_stats(const char *v)
 {
     size_t n = strlen(v);
-    if (n == 0 || n >= sizeof(fa_g.stats_path))
-        return -1;
+    if (n == 0 || n >= sizeof(fa_g.stats_path)) return -1;
     memcpy(fa_g.stats_path, v, n + 1);
     return 0;
 }
@@ -167,8 +168,7 @@ static void init_once(void)
 {
     long pg = sysconf(_SC_PAGESIZE);
     fa_g.page = pg > 0 ? (size_t)pg : 4096;
-    for (int d = 0; d < FA_MAX_DEVICES; d++)
-        fa_g.dev[d].budget = FA_DEFAULT_HBM;
+    for (int d = 0; d < FA_MAX_DEVICES; d++) fa_g.dev[d].budget = FA_DEFAULT_HBM;
     for (size_t i = 0; i < sizeof(fa_options) / sizeof(fa_options[0]); i++) {
         const char *v = getenv(fa_options[i].name);
         if (v != NULL && fa_options[i].apply(v) != 0)

@@ -54,8 +54,7 @@ uint64_t fakeacl_count(const char *name)
             const char *num = name + n + 4;
             char *end;
             long dev = strtol(num, &end, 10);
-            if (*num < '0' || *num > '9' || *end != '\0' || dev >= fa_g.ndev)
-                break;
+            if (*num < '0' || *num > '9' || *end != '\0' || dev >= fa_g.ndev) break;
             fa_lock();
             uint64_t v = dev_field_locked((int)dev, (enum dev_field)f);
             fa_unlock();
@@ -69,11 +68,9 @@ uint64_t fakeacl_count(const char *name)
 void fakeacl_reset_counts(void)
 {
     fa_init();
-    for (int i = 0; i < FA_NCOUNTERS; i++)
-        __atomic_store_n(&fa_counter[i], 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < FA_NCOUNTERS; i++) __atomic_store_n(&fa_counter[i], 0, __ATOMIC_RELAXED);
     fa_lock();
-    for (int d = 0; d < fa_g.ndev; d++)
-        fa_g.dev[d].peak = fa_g.dev[d].charged;
+    for (int d = 0; d < fa_g.ndev; d++) fa_g.dev[d].peak = fa_g.dev[d].charged;
     fa_unlock();
 }
 
@@ -96,8 +93,7 @@ void fakeacl_fail_above(size_t bytes)
 static uint64_t dev_field(int dev, enum dev_field f, uint64_t bad)
 {
     fa_init();
-    if (!fa_device_valid(dev))
-        return bad;
+    if (!fa_device_valid(dev)) return bad;
     fa_lock();
     uint64_t v = dev_field_locked(dev, f);
     fa_unlock();
@@ -111,12 +107,10 @@ uint64_t fakeacl_live(int dev) { return dev_field(dev, DF_LIVE, UINT64_MAX); }
 int fakeacl_set_budget(int dev, size_t bytes)
 {
     fa_init();
-    if (!fa_device_valid(dev) || bytes == 0)
-        return -1;
+    if (!fa_device_valid(dev) || bytes == 0) return -1;
     fa_lock();
     int ok = bytes >= fa_g.dev[dev].charged;
-    if (ok)
-        fa_g.dev[dev].budget = bytes;
+    if (ok) fa_g.dev[dev].budget = bytes;
     fa_unlock();
     return ok ? 0 : -1;
 }
@@ -135,8 +129,7 @@ struct owner_find {
 static int range_owner(struct fa_rec *r, void *ctx)
 {
     struct owner_find *f = ctx;
-    if (f->lo >= r->key && f->hi <= r->key + r->size)
-        f->dev = r->dev;
+    if (f->lo >= r->key && f->hi <= r->key + r->size) f->dev = r->dev;
     return 0;
 }
 
@@ -144,17 +137,13 @@ int fakeacl_owner(const void *p, size_t len)
 {
     fa_init();
     uintptr_t lo = (uintptr_t)p;
-    if (p == NULL || lo > UINTPTR_MAX - len)
-        return -1;
+    if (p == NULL || lo > UINTPTR_MAX - len) return -1;
     struct owner_find f = {lo, lo + len, -1};
     fa_lock();
     struct fa_rec *r = fa_table_find(&fa_g.blocks, lo); /* the common case: a block's start */
-    if (r != NULL)
-        range_owner(r, &f);
-    if (f.dev < 0)
-        fa_table_walk(&fa_g.blocks, range_owner, &f);
-    if (f.dev < 0)
-        fa_table_walk(&fa_g.mappings, range_owner, &f);
+    if (r != NULL) range_owner(r, &f);
+    if (f.dev < 0) fa_table_walk(&fa_g.blocks, range_owner, &f);
+    if (f.dev < 0) fa_table_walk(&fa_g.mappings, range_owner, &f);
     fa_unlock();
     return f.dev;
 }
@@ -178,8 +167,7 @@ static int expand_path(const char *in, char *out, size_t cap)
             piece = s;
             n = 1;
         }
-        if (o + n >= cap)
-            return -1;
+        if (o + n >= cap) return -1;
         memcpy(out + o, piece, n);
         o += n;
     }
@@ -191,10 +179,8 @@ static int write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
         buf += w;
         len -= (size_t)w;
     }
@@ -219,8 +205,9 @@ static int stats_write(const char *path)
     }
     size_t len = 0;
     for (int i = 0; i < FA_NCOUNTERS; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s %llu\n", fa_counter_name[i],
-                                (unsigned long long)__atomic_load_n(&fa_counter[i], __ATOMIC_RELAXED));
+        len +=
+            (size_t)snprintf(buf + len, cap - len, "%s %llu\n", fa_counter_name[i],
+                             (unsigned long long)__atomic_load_n(&fa_counter[i], __ATOMIC_RELAXED));
     fa_lock();
     for (int d = 0; d < fa_g.ndev; d++)
         for (int f = 0; f < DF_N; f++)
@@ -232,15 +219,11 @@ static int stats_write(const char *path)
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
         rc = write_all(fd, buf, len);
-        if (close(fd) != 0)
-            rc = -1;
-        if (rc == 0 && rename(tmp, final) != 0)
-            rc = -1;
-        if (rc != 0)
-            unlink(tmp);
+        if (close(fd) != 0) rc = -1;
+        if (rc == 0 && rename(tmp, final) != 0) rc = -1;
+        if (rc != 0) unlink(tmp);
     }
-    if (rc != 0)
-        fa_err("cannot write stats to %s: %s", final, strerror(errno));
+    if (rc != 0) fa_err("cannot write stats to %s: %s", final, strerror(errno));
     free(buf);
     return rc;
 }
@@ -253,25 +236,24 @@ int fakeacl_write_stats(const char *path)
 
 __attribute__((destructor)) static void fa_stats_at_exit(void)
 {
-    if (fa_g.stats_path[0] != '\0')
-        stats_write(fa_g.stats_path);
+    if (fa_g.stats_path[0] != '\0') stats_write(fa_g.stats_path);
 }
 
 /* ---- invariant checker -------------------------------------------------------------------------------- */
 struct check_ctx {
-    int bad;                          /* violations found */
-    size_t charged[FA_MAX_DEVICES];   /* bytes, summed from records */
-    uint64_t live[FA_MAX_DEVICES];    /* records per device */
-    const struct fa_rec *target;      /* reservation/handle whose mappings are counted */
-    uint32_t seen;                    /* mappings found naming target */
+    int bad;                        /* violations found */
+    size_t charged[FA_MAX_DEVICES]; /* bytes, summed from records */
+    uint64_t live[FA_MAX_DEVICES];  /* records per device */
+    const struct fa_rec *target;    /* reservation/handle whose mappings are counted */
+    uint32_t seen;                  /* mappings found naming target */
 };
 
-#define CHECK(ctx, cond, ...)                                                                          \
-    do {                                                                                               \
-        if (!(cond)) {                                                                                 \
-            (ctx)->bad++;                                                                              \
-            fa_err("check: " __VA_ARGS__);                                                             \
-        }                                                                                              \
+#define CHECK(ctx, cond, ...)              \
+    do {                                   \
+        if (!(cond)) {                     \
+            (ctx)->bad++;                  \
+            fa_err("check: " __VA_ARGS__); \
+        }                                  \
     } while (0)
 
 static int check_block(struct fa_rec *r, void *ctx)
@@ -280,7 +262,8 @@ static int check_block(struct fa_rec *r, void *ctx)
     CHECK(c, r->dev >= 0 && r->dev < fa_g.ndev, "block %p has device %d", (void *)r->key, r->dev);
     CHECK(c, r->key % 64 == 0, "block %p is not 64-byte aligned", (void *)r->key);
     CHECK(c, r->size > 0 && r->size % 32 == 0 && r->maplen >= r->size && r->charged >= r->size,
-          "block %p: size %zu, mapped %zu, charged %zu", (void *)r->key, r->size, r->maplen, r->charged);
+          "block %p: size %zu, mapped %zu, charged %zu", (void *)r->key, r->size, r->maplen,
+          r->charged);
     if (r->dev >= 0 && r->dev < FA_MAX_DEVICES) {
         c->charged[r->dev] += r->charged;
         c->live[r->dev]++;
@@ -291,17 +274,18 @@ static int check_block(struct fa_rec *r, void *ctx)
 static int count_maps_of_phys(struct fa_rec *m, void *ctx)
 {
     struct check_ctx *c = ctx;
-    if (m->phys == c->target)
-        c->seen++;
+    if (m->phys == c->target) c->seen++;
     return 0;
 }
 
 static int check_phys(struct fa_rec *r, void *ctx)
 {
     struct check_ctx *c = ctx;
-    CHECK(c, r->dev >= 0 && r->dev < fa_g.ndev, "handle %#lx has device %d", (unsigned long)r->key, r->dev);
+    CHECK(c, r->dev >= 0 && r->dev < fa_g.ndev, "handle %#lx has device %d", (unsigned long)r->key,
+          r->dev);
     CHECK(c, r->fd >= 0 && r->size % FA_HUGE_PAGE == 0 && r->charged == r->size,
-          "handle %#lx: fd %d, size %zu, charged %zu", (unsigned long)r->key, r->fd, r->size, r->charged);
+          "handle %#lx: fd %d, size %zu, charged %zu", (unsigned long)r->key, r->fd, r->size,
+          r->charged);
     if (r->dev >= 0 && r->dev < FA_MAX_DEVICES) {
         c->charged[r->dev] += r->charged;
         c->live[r->dev]++;
@@ -309,8 +293,8 @@ static int check_phys(struct fa_rec *r, void *ctx)
     c->target = r;
     c->seen = 0;
     fa_table_walk(&fa_g.mappings, count_maps_of_phys, c);
-    CHECK(c, c->seen == r->nmaps, "handle %#lx: %u mappings, nmaps %u", (unsigned long)r->key, c->seen,
-          r->nmaps);
+    CHECK(c, c->seen == r->nmaps, "handle %#lx: %u mappings, nmaps %u", (unsigned long)r->key,
+          c->seen, r->nmaps);
     return 0;
 }
 
@@ -327,7 +311,8 @@ static int check_resv(struct fa_rec *r, void *ctx)
             CHECK(c, m->key + m->size <= o->key || o->key + o->size <= m->key,
                   "mappings %p and %p overlap", (void *)m->key, (void *)o->key);
     }
-    CHECK(c, n == r->nmaps, "reservation %p: %u mappings listed, nmaps %u", (void *)r->key, n, r->nmaps);
+    CHECK(c, n == r->nmaps, "reservation %p: %u mappings listed, nmaps %u", (void *)r->key, n,
+          r->nmaps);
     return 0;
 }
 
@@ -352,10 +337,11 @@ int fa_check_locked(void)
 {
     struct check_ctx c;
     memset(&c, 0, sizeof(c));
-    const struct fa_table *tabs[] = {&fa_g.blocks, &fa_g.hosts, &fa_g.resvs, &fa_g.physs, &fa_g.mappings};
+    const struct fa_table *tabs[] = {&fa_g.blocks, &fa_g.hosts, &fa_g.resvs, &fa_g.physs,
+                                     &fa_g.mappings};
     for (size_t i = 0; i < sizeof(tabs) / sizeof(tabs[0]); i++)
-        CHECK(&c, fa_table_chained(tabs[i]) == tabs[i]->count, "table %zu: count %zu, chained %zu", i,
-              tabs[i]->count, fa_table_chained(tabs[i]));
+        CHECK(&c, fa_table_chained(tabs[i]) == tabs[i]->count, "table %zu: count %zu, chained %zu",
+              i, tabs[i]->count, fa_table_chained(tabs[i]));
     fa_table_walk(&fa_g.blocks, check_block, &c);
     fa_table_walk(&fa_g.physs, check_phys, &c);
     fa_table_walk(&fa_g.resvs, check_resv, &c);

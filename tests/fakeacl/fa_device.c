@@ -54,8 +54,7 @@ aclError aclrtSetDevice(int32_t deviceId)
 {
     fa_init();
     fa_count(FA_C_aclrtSetDevice);
-    if (!fa_device_valid(deviceId))
-        return ACL_ERROR_RT_INVALID_DEVICEID;
+    if (!fa_device_valid(deviceId)) return ACL_ERROR_RT_INVALID_DEVICEID;
     fa_cur_dev = deviceId;
     return ACL_SUCCESS;
 }
@@ -64,10 +63,8 @@ aclError aclrtGetDevice(int32_t *deviceId)
 {
     fa_init();
     fa_count(FA_C_aclrtGetDevice);
-    if (deviceId == NULL)
-        return ACL_ERROR_INVALID_PARAM;
-    if (fa_cur_dev < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
+    if (deviceId == NULL) return ACL_ERROR_INVALID_PARAM;
+    if (fa_cur_dev < 0) return ACL_ERROR_RT_CONTEXT_NULL;
     *deviceId = fa_cur_dev;
     return ACL_SUCCESS;
 }
@@ -76,8 +73,7 @@ aclError aclrtGetDeviceCount(uint32_t *count)
 {
     fa_init();
     fa_count(FA_C_aclrtGetDeviceCount);
-    if (count == NULL)
-        return ACL_ERROR_INVALID_PARAM;
+    if (count == NULL) return ACL_ERROR_INVALID_PARAM;
     *count = (uint32_t)fa_g.ndev;
     return ACL_SUCCESS;
 }
@@ -86,14 +82,12 @@ aclError aclrtResetDevice(int32_t deviceId)
 {
     fa_init();
     fa_count(FA_C_aclrtResetDevice);
-    if (!fa_device_valid(deviceId))
-        return ACL_ERROR_RT_INVALID_DEVICEID;
+    if (!fa_device_valid(deviceId)) return ACL_ERROR_RT_INVALID_DEVICEID;
     fa_lock();
     fa_release_device_blocks_locked(deviceId);
     fa_release_device_handles_locked(deviceId);
     fa_unlock();
-    if (fa_cur_dev == deviceId)
-        fa_cur_dev = -1;
+    if (fa_cur_dev == deviceId) fa_cur_dev = -1;
     return ACL_SUCCESS;
 }
 
@@ -101,8 +95,7 @@ aclError aclrtSynchronizeDevice(void)
 {
     fa_init();
     fa_count(FA_C_aclrtSynchronizeDevice);
-    if (fa_cur_dev < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
+    if (fa_cur_dev < 0) return ACL_ERROR_RT_CONTEXT_NULL;
     fa_count(FA_C_sync);
     return ACL_SUCCESS;
 }

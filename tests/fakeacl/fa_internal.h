@@ -37,7 +37,7 @@
 #define FA_ERROR_REPEAT_INITIALIZE 100002
 #define FA_ERROR_REPEAT_FINALIZE 100037
 
-#define FA_MAX_DEVICES 64                     /* FAKEACL_DEVICES may be 0..64 */
+#define FA_MAX_DEVICES 64 /* FAKEACL_DEVICES may be 0..64 */
 #define FA_DEFAULT_DEVICES 2
 #define FA_DEFAULT_HBM ((size_t)64 << 30)     /* 64 GiB per device */
 #define FA_NORMAL_PAGE ((size_t)4 << 10)      /* guess: device normal page 4 KiB */
@@ -48,57 +48,65 @@
 /* ---- counters ------------------------------------------------------------------------------ */
 /* X(name): one counter per exported entry point (calls, success or not), then derived ones. */
 #define FA_ENTRY_POINTS(X)                                                                        \
-    X(aclInit) X(aclFinalize) X(aclrtSetDevice) X(aclrtResetDevice) X(aclrtGetDevice)            \
-    X(aclrtGetDeviceCount) X(aclrtSynchronizeDevice) X(aclrtMalloc) X(aclrtMallocAlign32)        \
-    X(aclrtMallocCached) X(aclrtMallocWithCfg) X(aclrtFree) X(aclrtFreeWithDevSync)              \
-    X(aclrtMallocHost) X(aclrtFreeHost) X(aclrtMemcpy) X(aclrtMemset) X(aclrtGetMemInfo)         \
-    X(aclrtReserveMemAddress) X(aclrtReleaseMemAddress) X(aclrtMallocPhysical)                   \
-    X(aclrtFreePhysical) X(aclrtMapMem) X(aclrtUnmapMem) X(aclrtMemGetAllocationGranularity)
-#define FA_DERIVED(X)                                                                             \
-    X(device_allocs)      /* successful aclrtMalloc* (all four entry points) */                  \
-    X(device_frees)       /* device blocks released by aclrtFree / aclrtFreeWithDevSync */       \
-    X(bytes_charged)      /* bytes charged to HBM by successful device + physical allocations */ \
-    X(alloc_failures)     /* HBM-charging calls refused with 207001 (budget or injected) */     \
-    X(injected_failures)  /* of those, refused by fault injection */                            \
-    X(physical_allocs)    /* successful aclrtMallocPhysical */                                   \
-    X(physical_frees)     /* successful aclrtFreePhysical */                                     \
-    X(host_allocs)        /* successful aclrtMallocHost */                                       \
-    X(host_frees)         /* successful aclrtFreeHost */                                         \
-    X(maps)               /* successful aclrtMapMem */                                           \
-    X(unmaps)             /* successful aclrtUnmapMem */                                         \
-    X(sync)               /* device synchronizations: aclrtSynchronizeDevice + FreeWithDevSync */\
-    X(reset_released)     /* blocks + handles released by aclrtResetDevice */
+    X(aclInit)                                                                                    \
+    X(aclFinalize) X(aclrtSetDevice) X(aclrtResetDevice) X(aclrtGetDevice) X(aclrtGetDeviceCount) \
+        X(aclrtSynchronizeDevice) X(aclrtMalloc) X(aclrtMallocAlign32) X(aclrtMallocCached)       \
+            X(aclrtMallocWithCfg) X(aclrtFree) X(aclrtFreeWithDevSync) X(aclrtMallocHost)         \
+                X(aclrtFreeHost) X(aclrtMemcpy) X(aclrtMemset) X(aclrtGetMemInfo)                 \
+                    X(aclrtReserveMemAddress) X(aclrtReleaseMemAddress) X(aclrtMallocPhysical)    \
+                        X(aclrtFreePhysical) X(aclrtMapMem) X(aclrtUnmapMem)                      \
+                            X(aclrtMemGetAllocationGranularity)
+#define FA_DERIVED(X)                                                                            \
+    X(device_allocs)     /* successful aclrtMalloc* (all four entry points) */                   \
+    X(device_frees)      /* device blocks released by aclrtFree / aclrtFreeWithDevSync */        \
+    X(bytes_charged)     /* bytes charged to HBM by successful device + physical allocations */  \
+    X(alloc_failures)    /* HBM-charging calls refused with 207001 (budget or injected) */       \
+    X(injected_failures) /* of those, refused by fault injection */                              \
+    X(physical_allocs)   /* successful aclrtMallocPhysical */                                    \
+    X(physical_frees)    /* successful aclrtFreePhysical */                                      \
+    X(host_allocs)       /* successful aclrtMallocHost */                                        \
+    X(host_frees)        /* successful aclrtFreeHost */                                          \
+    X(maps)              /* successful aclrtMapMem */                                            \
+    X(unmaps)            /* successful aclrtUnmapMem */                                          \
+    X(sync)              /* device synchronizations: aclrtSynchronizeDevice + FreeWithDevSync */ \
+    X(reset_released)    /* blocks + handles released by aclrtResetDevice */
 
 enum fa_counter {
 #define FA_ENUM(n) FA_C_##n,
     FA_ENTRY_POINTS(FA_ENUM) FA_DERIVED(FA_ENUM)
 #undef FA_ENUM
-    FA_NCOUNTERS
+        FA_NCOUNTERS
 };
 
 FA_HIDDEN extern const char *const fa_counter_name[FA_NCOUNTERS];
 FA_HIDDEN extern uint64_t fa_counter[FA_NCOUNTERS]; /* relaxed atomics */
 
-static inline void fa_count(enum fa_counter c) { __atomic_fetch_add(&fa_counter[c], 1, __ATOMIC_RELAXED); }
-static inline void fa_count_n(enum fa_counter c, uint64_t n) { __atomic_fetch_add(&fa_counter[c], n, __ATOMIC_RELAXED); }
+static inline void fa_count(enum fa_counter c)
+{
+    __atomic_fetch_add(&fa_counter[c], 1, __ATOMIC_RELAXED);
+}
+static inline void fa_count_n(enum fa_counter c, uint64_t n)
+{
+    __atomic_fetch_add(&fa_counter[c], n, __ATOMIC_RELAXED);
+}
 
 /* ---- records and their hash table (fa_table.c) ------------------------------------------------ */
 /* One record per live object.  Which fields mean something depends on the table holding it. */
 struct fa_rec {
-    struct fa_rec *next;  /* hash-chain link */
-    uintptr_t key;        /* address (block, host, reservation, mapping) or handle value */
-    size_t size;          /* bytes: block (padded size), host request, reserved range, mapped
+    struct fa_rec *next; /* hash-chain link */
+    uintptr_t key;       /* address (block, host, reservation, mapping) or handle value */
+    size_t size;         /* bytes: block (padded size), host request, reserved range, mapped
                              range, or physical handle size (granularity-rounded) */
-    size_t maplen;        /* bytes actually mmapped for a block, reservation or host area */
-    size_t charged;       /* bytes charged to `dev`'s HBM (blocks, handles), else 0 */
-    size_t offset;        /* mapping: bytes into its handle */
-    int dev;              /* device id of a block or handle, else -1 */
-    int fd;               /* handle: memfd backing it, else -1 */
-    uint32_t nmaps;       /* reservation / handle: live mappings naming it */
-    struct fa_rec *resv;  /* mapping: its enclosing reservation */
-    struct fa_rec *phys;  /* mapping: its backing handle */
-    struct fa_rec *sib;   /* mapping: next mapping of the same reservation */
-    struct fa_rec *maps;  /* reservation: head of its mapping list (via sib) */
+    size_t maplen;       /* bytes actually mmapped for a block, reservation or host area */
+    size_t charged;      /* bytes charged to `dev`'s HBM (blocks, handles), else 0 */
+    size_t offset;       /* mapping: bytes into its handle */
+    int dev;             /* device id of a block or handle, else -1 */
+    int fd;              /* handle: memfd backing it, else -1 */
+    uint32_t nmaps;      /* reservation / handle: live mappings naming it */
+    struct fa_rec *resv; /* mapping: its enclosing reservation */
+    struct fa_rec *phys; /* mapping: its backing handle */
+    struct fa_rec *sib;  /* mapping: next mapping of the same reservation */
+    struct fa_rec *maps; /* reservation: head of its mapping list (via sib) */
 };
 
 struct fa_table {
@@ -125,25 +133,25 @@ struct fa_dev {
 };
 
 struct fa_state {
-    pthread_mutex_t lock;           /* guards everything below */
-    int ndev;                       /* device count (FAKEACL_DEVICES) */
-    int initialized;                /* between aclInit and aclFinalize */
+    pthread_mutex_t lock; /* guards everything below */
+    int ndev;             /* device count (FAKEACL_DEVICES) */
+    int initialized;      /* between aclInit and aclFinalize */
     struct fa_dev dev[FA_MAX_DEVICES];
-    struct fa_table blocks;         /* device blocks, key = address */
-    struct fa_table hosts;          /* aclrtMallocHost areas, key = address */
-    struct fa_table resvs;          /* reserved VA ranges, key = start address */
-    struct fa_table physs;          /* physical handles, key = handle value */
-    struct fa_table mappings;       /* mappings, key = start address */
-    uint64_t next_handle;           /* handle values are never reused */
-    uint64_t fail_countdown;        /* HBM-charging calls until an injected failure; 0 = off */
-    size_t fail_above;              /* bytes: fail every charge request above this; 0 = off */
-    char stats_path[4096];          /* FAKEACL_STATS, "" = none */
-    size_t page;                    /* host page size in bytes */
+    struct fa_table blocks;   /* device blocks, key = address */
+    struct fa_table hosts;    /* aclrtMallocHost areas, key = address */
+    struct fa_table resvs;    /* reserved VA ranges, key = start address */
+    struct fa_table physs;    /* physical handles, key = handle value */
+    struct fa_table mappings; /* mappings, key = start address */
+    uint64_t next_handle;     /* handle values are never reused */
+    uint64_t fail_countdown;  /* HBM-charging calls until an injected failure; 0 = off */
+    size_t fail_above;        /* bytes: fail every charge request above this; 0 = off */
+    char stats_path[4096];    /* FAKEACL_STATS, "" = none */
+    size_t page;              /* host page size in bytes */
 };
 
 FA_HIDDEN extern struct fa_state fa_g;
 
-FA_HIDDEN void fa_init(void);   /* idempotent (pthread_once); every exported function calls it */
+FA_HIDDEN void fa_init(void); /* idempotent (pthread_once); every exported function calls it */
 FA_HIDDEN void fa_lock(void);
 FA_HIDDEN void fa_unlock(void);
 FA_HIDDEN void fa_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -158,8 +166,8 @@ FA_HIDDEN int fa_device_valid(int32_t dev);
  * device `dev`: fault injection first, then the budget.  On success the charge is taken. */
 FA_HIDDEN aclError fa_charge_locked(int dev, size_t block, size_t charge);
 FA_HIDDEN void fa_uncharge_locked(int dev, size_t charge);
-FA_HIDDEN void fa_release_device_blocks_locked(int dev);   /* fa_mem.c: used by reset */
-FA_HIDDEN void fa_release_device_handles_locked(int dev);  /* fa_vmm.c: used by reset */
-FA_HIDDEN int fa_check_locked(void);                        /* fa_ctl.c: violations found */
+FA_HIDDEN void fa_release_device_blocks_locked(int dev);  /* fa_mem.c: used by reset */
+FA_HIDDEN void fa_release_device_handles_locked(int dev); /* fa_vmm.c: used by reset */
+FA_HIDDEN int fa_check_locked(void);                      /* fa_ctl.c: violations found */
 
 #endif /* FAKEACL_FA_INTERNAL_H */

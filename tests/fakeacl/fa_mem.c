@@ -35,7 +35,10 @@
 
 #define FA_MAX_REQUEST ((size_t)1 << 62) /* larger requests are refused as out of memory */
 
-static int policy_is_valid(unsigned policy) { return (policy & 0xffu) <= ACL_MEM_MALLOC_HUGE1G_ONLY_P2P; }
+static int policy_is_valid(unsigned policy)
+{
+    return (policy & 0xffu) <= ACL_MEM_MALLOC_HUGE1G_ONLY_P2P;
+}
 
 static size_t charge_of(size_t block, unsigned policy)
 {
@@ -45,11 +48,9 @@ static size_t charge_of(size_t block, unsigned policy)
         return block > FA_HUGE_FIRST_LIMIT ? ACL_ALIGN_UP(block, FA_HUGE_PAGE)
                                            : ACL_ALIGN_UP(block, FA_NORMAL_PAGE);
     case ACL_MEM_MALLOC_HUGE_ONLY:
-    case ACL_MEM_MALLOC_HUGE_ONLY_P2P:
-        return ACL_ALIGN_UP(block, FA_HUGE_PAGE);
+    case ACL_MEM_MALLOC_HUGE_ONLY_P2P: return ACL_ALIGN_UP(block, FA_HUGE_PAGE);
     case ACL_MEM_MALLOC_NORMAL_ONLY:
-    case ACL_MEM_MALLOC_NORMAL_ONLY_P2P:
-        return ACL_ALIGN_UP(block, FA_NORMAL_PAGE);
+    case ACL_MEM_MALLOC_NORMAL_ONLY_P2P: return ACL_ALIGN_UP(block, FA_NORMAL_PAGE);
     default: /* HUGE1G_ONLY(_P2P); callers checked policy_is_valid */
         return ACL_ALIGN_UP(block, FA_HUGE1G_PAGE);
     }
@@ -66,13 +67,11 @@ aclError fa_charge_locked(int dev, size_t block, size_t charge)
     size_t avail = d->budget > d->charged ? d->budget - d->charged : 0;
     if (injected || charge > avail) {
         fa_count(FA_C_alloc_failures);
-        if (injected)
-            fa_count(FA_C_injected_failures);
+        if (injected) fa_count(FA_C_injected_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     d->charged += charge;
-    if (d->charged > d->peak)
-        d->peak = d->charged;
+    if (d->charged > d->peak) d->peak = d->charged;
     d->live++;
     return ACL_SUCCESS;
 }
@@ -95,11 +94,9 @@ static void block_release_locked(struct fa_rec *r)
 
 static aclError block_alloc(void **devPtr, size_t size, unsigned policy, int padded, int cfg_dev)
 {
-    if (devPtr == NULL || size == 0 || !policy_is_valid(policy))
-        return ACL_ERROR_INVALID_PARAM;
+    if (devPtr == NULL || size == 0 || !policy_is_valid(policy)) return ACL_ERROR_INVALID_PARAM;
     int dev = cfg_dev >= 0 ? cfg_dev : fa_current_device();
-    if (dev < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
+    if (dev < 0) return ACL_ERROR_RT_CONTEXT_NULL;
     if (size > FA_MAX_REQUEST) {
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -120,8 +117,8 @@ static aclError block_alloc(void **devPtr, size_t size, unsigned policy, int pad
         return rc;
     }
     size_t maplen = ACL_ALIGN_UP(block, fa_g.page);
-    void *p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void *p = mmap(NULL, maplen, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
         fa_uncharge_locked(dev, charge);
         fa_unlock();
@@ -178,22 +175,18 @@ aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy pol
         return ACL_ERROR_INVALID_PARAM;
     int dev = -1;
     if (cfg != NULL) {
-        if (cfg->numAttrs != 0 && cfg->attrs == NULL)
-            return ACL_ERROR_INVALID_PARAM;
+        if (cfg->numAttrs != 0 && cfg->attrs == NULL) return ACL_ERROR_INVALID_PARAM;
         for (size_t i = 0; i < cfg->numAttrs; i++) {
             const aclrtMallocAttribute *a = &cfg->attrs[i];
             switch (a->attr) {
             case ACL_RT_MEM_ATTR_DEVICE_ID:
-                if (a->value.deviceId >= (uint32_t)fa_g.ndev)
-                    return ACL_ERROR_RT_INVALID_DEVICEID;
+                if (a->value.deviceId >= (uint32_t)fa_g.ndev) return ACL_ERROR_RT_INVALID_DEVICEID;
                 dev = (int)a->value.deviceId;
                 break;
             case ACL_RT_MEM_ATTR_RSV:
             case ACL_RT_MEM_ATTR_MODULE_ID:
-            case ACL_RT_MEM_ATTR_VA_FLAG:
-                break;
-            default:
-                return ACL_ERROR_INVALID_PARAM;
+            case ACL_RT_MEM_ATTR_VA_FLAG: break;
+            default: return ACL_ERROR_INVALID_PARAM;
             }
         }
     }
@@ -218,8 +211,7 @@ aclError aclrtFree(void *devPtr)
 {
     fa_init();
     fa_count(FA_C_aclrtFree);
-    if (devPtr == NULL)
-        return ACL_ERROR_INVALID_PARAM;
+    if (devPtr == NULL) return ACL_ERROR_INVALID_PARAM;
     return block_free(devPtr);
 }
 
@@ -227,18 +219,15 @@ aclError aclrtFreeWithDevSync(void *devPtr)
 {
     fa_init();
     fa_count(FA_C_aclrtFreeWithDevSync);
-    if (devPtr == NULL)
-        return ACL_ERROR_INVALID_PARAM;
-    if (fa_current_device() < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
+    if (devPtr == NULL) return ACL_ERROR_INVALID_PARAM;
+    if (fa_current_device() < 0) return ACL_ERROR_RT_CONTEXT_NULL;
     fa_count(FA_C_sync); /* the device synchronization comes first, as in CANN */
     return block_free(devPtr);
 }
 
 static int release_if_dev(struct fa_rec *r, void *ctx)
 {
-    if (r->dev != *(const int *)ctx)
-        return 0;
+    if (r->dev != *(const int *)ctx) return 0;
     if (munmap((void *)r->key, r->maplen) != 0)
         fa_err("munmap(%p, %zu) of a device block failed", (void *)r->key, r->maplen);
     fa_uncharge_locked(r->dev, r->charged);
@@ -254,8 +243,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size)
 {
     fa_init();
     fa_count(FA_C_aclrtMallocHost);
-    if (hostPtr == NULL || size == 0)
-        return ACL_ERROR_INVALID_PARAM;
+    if (hostPtr == NULL || size == 0) return ACL_ERROR_INVALID_PARAM;
     struct fa_rec *r = calloc(1, sizeof(*r));
     void *p = NULL;
     if (r == NULL || posix_memalign(&p, 64, size) != 0) {
@@ -283,13 +271,11 @@ aclError aclrtFreeHost(void *hostPtr)
 {
     fa_init();
     fa_count(FA_C_aclrtFreeHost);
-    if (hostPtr == NULL)
-        return ACL_ERROR_INVALID_PARAM;
+    if (hostPtr == NULL) return ACL_ERROR_INVALID_PARAM;
     fa_lock();
     struct fa_rec *r = fa_table_remove(&fa_g.hosts, (uintptr_t)hostPtr);
     fa_unlock();
-    if (r == NULL)
-        return ACL_ERROR_RT_MEMORY_FREE;
+    if (r == NULL) return ACL_ERROR_RT_MEMORY_FREE;
     free((void *)r->key);
     free(r);
     fa_count(FA_C_host_frees);
@@ -303,8 +289,7 @@ aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, a
     fa_count(FA_C_aclrtMemcpy);
     if (dst == NULL || src == NULL || count > destMax || (unsigned)kind > ACL_MEMCPY_DEFAULT)
         return ACL_ERROR_INVALID_PARAM;
-    if (fa_current_device() < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
+    if (fa_current_device() < 0) return ACL_ERROR_RT_CONTEXT_NULL;
     memmove(dst, src, count);
     return ACL_SUCCESS;
 }
@@ -313,10 +298,8 @@ aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count)
 {
     fa_init();
     fa_count(FA_C_aclrtMemset);
-    if (devPtr == NULL || count > maxCount)
-        return ACL_ERROR_INVALID_PARAM;
-    if (fa_current_device() < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
+    if (devPtr == NULL || count > maxCount) return ACL_ERROR_INVALID_PARAM;
+    if (fa_current_device() < 0) return ACL_ERROR_RT_CONTEXT_NULL;
     memset(devPtr, (unsigned char)value, count);
     return ACL_SUCCESS;
 }
@@ -335,8 +318,7 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free_bytes, size_t *total_by
     if (free_bytes == NULL || total_bytes == NULL || (unsigned)attr > ACL_MEM_P2P_HUGE1G)
         return ACL_ERROR_INVALID_PARAM;
     int dev = fa_current_device();
-    if (dev < 0)
-        return ACL_ERROR_RT_CONTEXT_NULL;
+    if (dev < 0) return ACL_ERROR_RT_CONTEXT_NULL;
     if (attr_is_ddr((unsigned)attr)) {
         *free_bytes = 0;
         *total_bytes = 0;

@@ -22,8 +22,7 @@ static void table_grow(struct fa_table *t)
 {
     size_t n = t->nslot ? t->nslot * 2 : FA_TABLE_MIN_SLOTS;
     struct fa_rec **s = calloc(n, sizeof(*s));
-    if (s == NULL)
-        return; /* keep the old array: chains get longer, lookups stay correct */
+    if (s == NULL) return; /* keep the old array: chains get longer, lookups stay correct */
     for (size_t i = 0; i < t->nslot; i++) {
         struct fa_rec *r = t->slot[i];
         while (r != NULL) {
@@ -41,20 +40,16 @@ static void table_grow(struct fa_table *t)
 
 struct fa_rec *fa_table_find(const struct fa_table *t, uintptr_t key)
 {
-    if (t->nslot == 0)
-        return NULL;
+    if (t->nslot == 0) return NULL;
     for (struct fa_rec *r = t->slot[slot_of(key, t->nslot)]; r != NULL; r = r->next)
-        if (r->key == key)
-            return r;
+        if (r->key == key) return r;
     return NULL;
 }
 
 int fa_table_insert(struct fa_table *t, struct fa_rec *r)
 {
-    if (t->count >= t->nslot)
-        table_grow(t);
-    if (t->nslot == 0)
-        return -1;
+    if (t->count >= t->nslot) table_grow(t);
+    if (t->nslot == 0) return -1;
     size_t i = slot_of(r->key, t->nslot);
     r->next = t->slot[i];
     t->slot[i] = r;
@@ -64,8 +59,7 @@ int fa_table_insert(struct fa_table *t, struct fa_rec *r)
 
 struct fa_rec *fa_table_remove(struct fa_table *t, uintptr_t key)
 {
-    if (t->nslot == 0)
-        return NULL;
+    if (t->nslot == 0) return NULL;
     struct fa_rec **pp = &t->slot[slot_of(key, t->nslot)];
     for (; *pp != NULL; pp = &(*pp)->next) {
         struct fa_rec *r = *pp;
@@ -86,7 +80,7 @@ void fa_table_walk(struct fa_table *t, fa_visit_fn fn, void *ctx)
         while (*pp != NULL) {
             struct fa_rec *r = *pp;
             struct fa_rec *next = r->next; /* read before the visitor may take r */
-            if (fn(r, ctx)) { /* r may be freed already: do not touch it */
+            if (fn(r, ctx)) {              /* r may be freed already: do not touch it */
                 *pp = next;
                 t->count--;
             } else {
@@ -100,7 +94,6 @@ size_t fa_table_chained(const struct fa_table *t)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->nslot; i++)
-        for (const struct fa_rec *r = t->slot[i]; r != NULL; r = r->next)
-            n++;
+        for (const struct fa_rec *r = t->slot[i]; r != NULL; r = r->next) n++;
     return n;
 }

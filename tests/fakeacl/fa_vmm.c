@@ -41,24 +41,19 @@ static void *reserve_range(size_t len, size_t align, void *expect)
 {
     if (expect != NULL && (uintptr_t)expect % align == 0) {
         void *q = mmap(expect, len, PROT_NONE, fa_anon_none | MAP_FIXED_NOREPLACE, -1, 0);
-        if (q == expect)
-            return q;
+        if (q == expect) return q;
         if (q != MAP_FAILED)
             munmap(q, len); /* an old kernel took the flag as a hint and placed it elsewhere */
     }
     size_t extra = align - fa_g.page;
-    if (len > SIZE_MAX - extra)
-        return NULL;
+    if (len > SIZE_MAX - extra) return NULL;
     char *q = mmap(NULL, len + extra, PROT_NONE, fa_anon_none, -1, 0);
-    if (q == MAP_FAILED)
-        return NULL;
+    if (q == MAP_FAILED) return NULL;
     char *a = (char *)ACL_ALIGN_UP((uintptr_t)q, align);
     size_t head = (size_t)(a - q);
     size_t tail = extra - head;
-    if (head != 0)
-        munmap(q, head);
-    if (tail != 0)
-        munmap(a + len, tail);
+    if (head != 0) munmap(q, head);
+    if (tail != 0) munmap(a + len, tail);
     return a;
 }
 
@@ -70,15 +65,12 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
     fa_count(FA_C_aclrtReserveMemAddress);
     if (virPtr == NULL || size == 0 || (alignment & (alignment - 1)) != 0)
         return ACL_ERROR_INVALID_PARAM;
-    if (size > FA_MAX_REQUEST)
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (size > FA_MAX_REQUEST) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     size_t align = alignment == 0 ? FA_HUGE_PAGE : alignment;
-    if (align < fa_g.page)
-        align = fa_g.page;
+    if (align < fa_g.page) align = fa_g.page;
     size_t len = ACL_ALIGN_UP(size, fa_g.page);
     struct fa_rec *r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (r == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     void *p = reserve_range(len, align, expectPtr);
     if (p == NULL) {
         free(r);
@@ -121,8 +113,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
 {
     fa_init();
     fa_count(FA_C_aclrtReleaseMemAddress);
-    if (virPtr == NULL)
-        return ACL_ERROR_INVALID_PARAM;
+    if (virPtr == NULL) return ACL_ERROR_INVALID_PARAM;
     fa_lock();
     aclError rc = ACL_ERROR_RT_MEMORY_FREE;
     struct fa_rec *r = take_unmapped_locked(&fa_g.resvs, (uintptr_t)virPtr, &rc);
@@ -138,8 +129,8 @@ aclError aclrtReleaseMemAddress(void *virPtr)
 }
 
 /* ---- physical memory ------------------------------------------------------------------------------ */
-aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrtPhysicalMemProp *prop,
-                             uint64_t flags)
+aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
+                             const aclrtPhysicalMemProp *prop, uint64_t flags)
 {
     (void)flags;
     fa_init();
@@ -147,8 +138,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     if (handle == NULL || prop == NULL || size == 0 ||
         prop->location.type != ACL_MEM_LOCATION_TYPE_DEVICE)
         return ACL_ERROR_INVALID_PARAM;
-    if (prop->location.id >= (uint32_t)fa_g.ndev)
-        return ACL_ERROR_RT_INVALID_DEVICEID;
+    if (prop->location.id >= (uint32_t)fa_g.ndev) return ACL_ERROR_RT_INVALID_DEVICEID;
     int dev = (int)prop->location.id;
     if (size > FA_MAX_REQUEST) {
         fa_count(FA_C_alloc_failures);
@@ -170,8 +160,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size, const aclrt
     int fd = memfd_create("fakeacl-hbm", MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)charge) != 0) {
         fa_err("memfd for %zu bytes of physical memory failed", charge);
-        if (fd >= 0)
-            close(fd);
+        if (fd >= 0) close(fd);
         fa_uncharge_locked(dev, charge);
         fa_unlock();
         free(r);
@@ -202,8 +191,7 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 {
     fa_init();
     fa_count(FA_C_aclrtFreePhysical);
-    if (handle == NULL)
-        return ACL_ERROR_INVALID_PARAM;
+    if (handle == NULL) return ACL_ERROR_INVALID_PARAM;
     fa_lock();
     aclError rc = ACL_ERROR_RT_MEMORY_FREE;
     struct fa_rec *r = take_unmapped_locked(&fa_g.physs, (uintptr_t)handle, &rc);
@@ -228,8 +216,7 @@ struct resv_find {
 static int resv_contains(struct fa_rec *r, void *ctx)
 {
     struct resv_find *f = ctx;
-    if (f->lo >= r->key && f->hi <= r->key + r->size)
-        f->found = r;
+    if (f->lo >= r->key && f->hi <= r->key + r->size) f->found = r;
     return 0;
 }
 
@@ -241,26 +228,22 @@ static void mapping_undo_locked(struct fa_rec *m)
     if (p == MAP_FAILED)
         fa_err("restoring reserved space at %p (%zu bytes) failed", (void *)m->key, m->size);
     struct fa_rec **pp = &m->resv->maps;
-    while (*pp != NULL && *pp != m)
-        pp = &(*pp)->sib;
-    if (*pp == m)
-        *pp = m->sib;
+    while (*pp != NULL && *pp != m) pp = &(*pp)->sib;
+    if (*pp == m) *pp = m->sib;
     m->resv->nmaps--;
     m->phys->nmaps--;
 }
 
-aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags)
+aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
+                     uint64_t flags)
 {
     (void)flags;
     fa_init();
     fa_count(FA_C_aclrtMapMem);
-    if (virPtr == NULL || size == 0 || handle == NULL)
-        return ACL_ERROR_INVALID_PARAM;
-    if (((uintptr_t)virPtr | size | offset) % fa_g.page != 0)
-        return ACL_ERROR_RT_PARAM_INVALID;
+    if (virPtr == NULL || size == 0 || handle == NULL) return ACL_ERROR_INVALID_PARAM;
+    if (((uintptr_t)virPtr | size | offset) % fa_g.page != 0) return ACL_ERROR_RT_PARAM_INVALID;
     struct fa_rec *m = calloc(1, sizeof(*m));
-    if (m == NULL)
-        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (m == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     uintptr_t lo = (uintptr_t)virPtr;
     aclError rc = ACL_ERROR_RT_PARAM_INVALID;
     fa_lock();
@@ -269,12 +252,11 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
         goto out;
     struct resv_find f = {lo, lo + size, NULL};
     fa_table_walk(&fa_g.resvs, resv_contains, &f);
-    if (f.found == NULL)
-        goto out;
+    if (f.found == NULL) goto out;
     for (const struct fa_rec *o = f.found->maps; o != NULL; o = o->sib)
-        if (lo < o->key + o->size && o->key < lo + size)
-            goto out;
-    void *p = mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph->fd, (off_t)offset);
+        if (lo < o->key + o->size && o->key < lo + size) goto out;
+    void *p =
+        mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph->fd, (off_t)offset);
     if (p == MAP_FAILED) {
         fa_err("mmap of a physical handle at %p (%zu bytes) failed", virPtr, size);
         rc = ACL_ERROR_RT_INTERNAL_ERROR;
@@ -301,8 +283,7 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
 out:
     fa_unlock();
     free(m);
-    if (rc == ACL_SUCCESS)
-        fa_count(FA_C_maps);
+    if (rc == ACL_SUCCESS) fa_count(FA_C_maps);
     return rc;
 }
 
@@ -310,8 +291,7 @@ aclError aclrtUnmapMem(void *virPtr)
 {
     fa_init();
     fa_count(FA_C_aclrtUnmapMem);
-    if (virPtr == NULL)
-        return ACL_ERROR_INVALID_PARAM;
+    if (virPtr == NULL) return ACL_ERROR_INVALID_PARAM;
     fa_lock();
     struct fa_rec *m = fa_table_remove(&fa_g.mappings, (uintptr_t)virPtr);
     if (m == NULL) {
@@ -325,8 +305,8 @@ aclError aclrtUnmapMem(void *virPtr)
     return ACL_SUCCESS;
 }
 
-aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGranularityOptions option,
-                                          size_t *granularity)
+aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
+                                          aclrtMemGranularityOptions option, size_t *granularity)
 {
     fa_init();
     fa_count(FA_C_aclrtMemGetAllocationGranularity);
@@ -340,8 +320,7 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop, aclrtMemGr
 /* ---- device reset ----------------------------------------------------------------------------------- */
 static int unmap_if_phys(struct fa_rec *m, void *ctx)
 {
-    if (m->phys != ctx)
-        return 0;
+    if (m->phys != ctx) return 0;
     mapping_undo_locked(m);
     free(m);
     return 1;
@@ -349,10 +328,8 @@ static int unmap_if_phys(struct fa_rec *m, void *ctx)
 
 static int release_handle_if_dev(struct fa_rec *r, void *ctx)
 {
-    if (r->dev != *(const int *)ctx)
-        return 0;
-    if (r->nmaps != 0)
-        fa_table_walk(&fa_g.mappings, unmap_if_phys, r);
+    if (r->dev != *(const int *)ctx) return 0;
+    if (r->nmaps != 0) fa_table_walk(&fa_g.mappings, unmap_if_phys, r);
     close(r->fd);
     fa_uncharge_locked(r->dev, r->charged);
     fa_count(FA_C_reset_released);
@@ -360,4 +337,7 @@ static int release_handle_if_dev(struct fa_rec *r, void *ctx)
     return 1;
 }
 
-void fa_release_device_handles_locked(int dev) { fa_table_walk(&fa_g.physs, release_handle_if_dev, &dev); }
+void fa_release_device_handles_locked(int dev)
+{
+    fa_table_walk(&fa_g.physs, release_handle_if_dev, &dev);
+}

@@ -10,16 +10,18 @@
 #define NBLOCKS 600
 
 typedef struct block {
-    unsigned char *p; /* device pointer */
-    size_t size;      /* requested bytes */
-    size_t owned;     /* bytes that belong to it (padding rule) */
+    unsigned char *p;  /* device pointer */
+    size_t size;       /* requested bytes */
+    size_t owned;      /* bytes that belong to it (padding rule) */
     unsigned char tag; /* byte it was filled with */
 } block_t;
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_rand(void)
 {
-    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
     return rng;
 }
 
@@ -64,16 +66,17 @@ int main(void)
         CHECK(p[n - 1] == (unsigned char)(i & 0xff));
     }
     qsort(blocks, NBLOCKS, sizeof blocks[0], cmp_blocks);
-    for (int i = 1; i < NBLOCKS; i++)
-        CHECK(blocks[i - 1].p + blocks[i - 1].owned <= blocks[i].p);
+    for (int i = 1; i < NBLOCKS; i++) CHECK(blocks[i - 1].p + blocks[i - 1].owned <= blocks[i].p);
 
     /* memcpy through a device pointer, both ways */
     char host[256], back[256];
     void *scratch = NULL;
     for (int i = 0; i < 256; i++) host[i] = (char)i;
     CHECK_EQ(aclrtMalloc(&scratch, sizeof host, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    CHECK_EQ(aclrtMemcpy(scratch, sizeof host, host, sizeof host, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-    CHECK_EQ(aclrtMemcpy(back, sizeof back, scratch, sizeof back, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    CHECK_EQ(aclrtMemcpy(scratch, sizeof host, host, sizeof host, ACL_MEMCPY_HOST_TO_DEVICE),
+             ACL_SUCCESS);
+    CHECK_EQ(aclrtMemcpy(back, sizeof back, scratch, sizeof back, ACL_MEMCPY_DEVICE_TO_HOST),
+             ACL_SUCCESS);
     CHECK(memcmp(host, back, sizeof host) == 0);
     CHECK_EQ(aclrtFree(scratch), ACL_SUCCESS);
 

@@ -14,28 +14,28 @@
 
 static int check_failures;
 
-#define CHECK(cond)                                                                      \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);     \
-            check_failures++;                                                            \
-        }                                                                                \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            check_failures++;                                                        \
+        }                                                                            \
     } while (0)
 
-#define CHECK_EQ(a, b)                                                                   \
-    do {                                                                                 \
-        long long a_ = (long long)(a), b_ = (long long)(b);                              \
-        if (a_ != b_) {                                                                  \
-            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n", __FILE__,   \
-                    __LINE__, #a, #b, a_, b_);                                           \
-            check_failures++;                                                            \
-        }                                                                                \
+#define CHECK_EQ(a, b)                                                                            \
+    do {                                                                                          \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                       \
+        if (a_ != b_) {                                                                           \
+            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld != %lld)\n", __FILE__, __LINE__, \
+                    #a, #b, a_, b_);                                                              \
+            check_failures++;                                                                     \
+        }                                                                                         \
     } while (0)
 
-#define CHECK_DONE()                                                                     \
-    do {                                                                                 \
-        if (check_failures) fprintf(stderr, "%d check(s) failed\n", check_failures);     \
-        return check_failures ? 1 : 0;                                                   \
+#define CHECK_DONE()                                                                 \
+    do {                                                                             \
+        if (check_failures) fprintf(stderr, "%d check(s) failed\n", check_failures); \
+        return check_failures ? 1 : 0;                                               \
     } while (0)
 
 #endif

@@ -24,7 +24,8 @@ __attribute__((noipa)) static void *allocate_forever(void *arg)
     if (aclrtSetDevice(0) != ACL_SUCCESS) (*errors)++;
     while (!stop) {
         void *p = NULL;
-        if (aclrtMalloc(&p, 1024, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS || aclrtFree(p) != ACL_SUCCESS)
+        if (aclrtMalloc(&p, 1024, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
+            aclrtFree(p) != ACL_SUCCESS)
             (*errors)++;
     }
     return NULL;

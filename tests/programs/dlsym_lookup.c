@@ -19,7 +19,8 @@ typedef aclError (*meminfo_fn)(aclrtMemAttr, size_t *, size_t *);
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "handle";
-    void *lib = dlopen("libascendcl.so", RTLD_NOW | (strcmp(mode, "default") == 0 ? RTLD_GLOBAL : RTLD_LOCAL));
+    void *lib = dlopen("libascendcl.so",
+                       RTLD_NOW | (strcmp(mode, "default") == 0 ? RTLD_GLOBAL : RTLD_LOCAL));
     if (!lib) {
         fprintf(stderr, "dlopen: %s\n", dlerror());
         return 1;
@@ -48,7 +49,8 @@ int main(int argc, char **argv)
     static void *ptrs[N];
     for (int i = 0; i < N; i++) {
         size_t size = 512u * (size_t)(1 + i % 97);
-        CHECK_EQ((i & 1 ? m_plain : m_align32)(&ptrs[i], size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        CHECK_EQ((i & 1 ? m_plain : m_align32)(&ptrs[i], size, ACL_MEM_MALLOC_HUGE_FIRST),
+                 ACL_SUCCESS);
         CHECK(((uintptr_t)ptrs[i] & 63) == 0);
         memset(ptrs[i], i & 0xff, size);
     }

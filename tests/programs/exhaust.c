@@ -18,7 +18,10 @@ static size_t fill(size_t block, int *count, aclError *last)
     *count = 0;
     while (*count < MAXB) {
         aclError rc = aclrtMalloc(&ptrs[*count], block, ACL_MEM_MALLOC_HUGE_FIRST);
-        if (rc != ACL_SUCCESS) { *last = rc; break; }
+        if (rc != ACL_SUCCESS) {
+            *last = rc;
+            break;
+        }
         memset(ptrs[*count], 1, 64);
         got += block;
         (*count)++;

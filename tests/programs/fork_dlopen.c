@@ -47,7 +47,8 @@ static void *churn(void *arg)
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         void *p = NULL;
         seed = seed * 1103515245u + 12345u;
-        if (m_align32(&p, 512u + (seed >> 12) % 200000u, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS) {
+        if (m_align32(&p, 512u + (seed >> 12) % 200000u, ACL_MEM_MALLOC_HUGE_FIRST) ==
+            ACL_SUCCESS) {
             memset(p, 1, 512);
             f_free(p);
         }
@@ -74,7 +75,10 @@ int main(void)
             void *p = NULL;
             int bad = set_device(0) != ACL_SUCCESS;
             bad += m_align32(&p, 1 << 20, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS;
-            if (!bad) { memset(p, 2, 1 << 20); bad += f_free(p) != ACL_SUCCESS; }
+            if (!bad) {
+                memset(p, 2, 1 << 20);
+                bad += f_free(p) != ACL_SUCCESS;
+            }
             _exit(bad ? 3 : 0);
         }
         int status = 0;

@@ -47,7 +47,11 @@ int main(void)
             if (aclrtSetDevice(0) != ACL_SUCCESS) bad++;
             for (int i = 0; i < 50; i++) {
                 void *p = NULL;
-                if (aclrtMalloc(&p, 4096u * (unsigned)(i + 1), ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) { bad++; continue; }
+                if (aclrtMalloc(&p, 4096u * (unsigned)(i + 1), ACL_MEM_MALLOC_HUGE_FIRST) !=
+                    ACL_SUCCESS) {
+                    bad++;
+                    continue;
+                }
                 memset(p, i, 4096u * (unsigned)(i + 1));
                 if (((unsigned char *)p)[4095] != (unsigned char)i) bad++;
                 if (aclrtFree(p) != ACL_SUCCESS) bad++;

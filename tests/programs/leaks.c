@@ -23,7 +23,8 @@ __attribute__((noipa)) static void leak_small_static(int n)
 {
     for (int i = 0; i < n; i++) {
         void *p = NULL;
-        aclError rc = aclrtMalloc(&p, 1000, ACL_MEM_MALLOC_HUGE_FIRST); line_static_small = __LINE__;
+        line_static_small = __LINE__ + 1;
+        aclError rc = aclrtMalloc(&p, 1000, ACL_MEM_MALLOC_HUGE_FIRST);
         CHECK_EQ(rc, ACL_SUCCESS);
     }
 }
@@ -32,7 +33,8 @@ __attribute__((noipa)) static void leak_cached_static(int n)
 {
     for (int i = 0; i < n; i++) {
         void *p = NULL;
-        aclError rc = aclrtMallocCached(&p, 12345, ACL_MEM_MALLOC_NORMAL_ONLY); line_static_cached = __LINE__;
+        line_static_cached = __LINE__ + 1;
+        aclError rc = aclrtMallocCached(&p, 12345, ACL_MEM_MALLOC_NORMAL_ONLY);
         CHECK_EQ(rc, ACL_SUCCESS);
     }
 }
@@ -42,7 +44,8 @@ __attribute__((noipa)) void leak_big_global(int n)
 {
     for (int i = 0; i < n; i++) {
         void *p = NULL;
-        aclError rc = aclrtMallocAlign32(&p, (size_t)1 << 20, ACL_MEM_MALLOC_HUGE_FIRST); line_global = __LINE__;
+        line_global = __LINE__ + 1;
+        aclError rc = aclrtMallocAlign32(&p, (size_t)1 << 20, ACL_MEM_MALLOC_HUGE_FIRST);
         CHECK_EQ(rc, ACL_SUCCESS);
     }
 }
@@ -54,7 +57,8 @@ __attribute__((noipa)) static void temporary_work(int n)
     for (int i = 0; i < n; i++) {
         int k = i % 16;
         if (keep[k]) CHECK_EQ(aclrtFree(keep[k]), ACL_SUCCESS);
-        CHECK_EQ(aclrtMalloc(&keep[k], 4096 + (size_t)(i % 7) * 512, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+        CHECK_EQ(aclrtMalloc(&keep[k], 4096 + (size_t)(i % 7) * 512, ACL_MEM_MALLOC_HUGE_FIRST),
+                 ACL_SUCCESS);
     }
     for (int k = 0; k < 16; k++)
         if (keep[k]) CHECK_EQ(aclrtFree(keep[k]), ACL_SUCCESS);
@@ -72,8 +76,11 @@ int main(int argc, char **argv)
     leak_big_global(2 * scale);
     leak_cached_static(1 * scale);
     temporary_work(100 * scale);
-    printf("SITE leak_small_static %d %d %d %s\n", 3 * scale, 3000 * scale, line_static_small, FILE_NAME);
-    printf("SITE leak_big_global %d %d %d %s\n", 2 * scale, (2 << 20) * scale, line_global, FILE_NAME);
-    printf("SITE leak_cached_static %d %d %d %s\n", 1 * scale, 12345 * scale, line_static_cached, FILE_NAME);
+    printf("SITE leak_small_static %d %d %d %s\n", 3 * scale, 3000 * scale, line_static_small,
+           FILE_NAME);
+    printf("SITE leak_big_global %d %d %d %s\n", 2 * scale, (2 << 20) * scale, line_global,
+           FILE_NAME);
+    printf("SITE leak_cached_static %d %d %d %s\n", 1 * scale, 12345 * scale, line_static_cached,
+           FILE_NAME);
     CHECK_DONE();
 }

@@ -15,7 +15,8 @@
 __attribute__((noipa)) static aclError ask_for_two_gib(void **p)
 {
     aclError rc = aclrtMalloc(p, 2 * GiB, ACL_MEM_MALLOC_HUGE_FIRST);
-    if (rc != ACL_SUCCESS) fprintf(stderr, "oom_puzzle: 2 GiB refused with %d\n", (int)rc); /* no tail call */
+    if (rc != ACL_SUCCESS)
+        fprintf(stderr, "oom_puzzle: 2 GiB refused with %d\n", (int)rc); /* no tail call */
     return rc;
 }
 
@@ -24,7 +25,8 @@ int main(void)
     CHECK_EQ(aclInit(NULL), ACL_SUCCESS);
     CHECK_EQ(aclrtSetDevice(0), ACL_SUCCESS);
     void *blocks[7] = {0};
-    for (int i = 0; i < 7; i++) CHECK_EQ(aclrtMalloc(&blocks[i], GiB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    for (int i = 0; i < 7; i++)
+        CHECK_EQ(aclrtMalloc(&blocks[i], GiB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     for (int i = 1; i < 7; i += 2) CHECK_EQ(aclrtFree(blocks[i]), ACL_SUCCESS);
     void *big = NULL;
     aclError rc = ask_for_two_gib(&big);

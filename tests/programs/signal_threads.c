@@ -22,9 +22,9 @@ static _Atomic int stop; /* set by main, read by the workers */
 static const char *dir;
 
 typedef struct worker {
-    int id;        /* thread number */
-    long pairs;    /* alloc/free pairs done */
-    long errors;   /* refused allocations or corrupted data */
+    int id;      /* thread number */
+    long pairs;  /* alloc/free pairs done */
+    long errors; /* refused allocations or corrupted data */
 } worker_t;
 
 __attribute__((noipa)) static void *allocate_in_thread(void *arg)
@@ -39,7 +39,8 @@ __attribute__((noipa)) static void *allocate_in_thread(void *arg)
             if (aclrtFree(keep[k]) != ACL_SUCCESS) w->errors++;
         }
         void *p = NULL;
-        if (aclrtMalloc(&p, 256 + (size_t)(i % 97) * 64, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+        if (aclrtMalloc(&p, 256 + (size_t)(i % 97) * 64, ACL_MEM_MALLOC_HUGE_FIRST) !=
+            ACL_SUCCESS) {
             w->errors++;
             keep[k] = NULL;
             continue;
@@ -105,7 +106,8 @@ int main(int argc, char **argv)
         CHECK_EQ(w[i].errors, 0);
         pairs += w[i].pairs;
     }
-    printf("%d threads did %ld alloc/free pairs during %d signal reports\n", nthreads, pairs, nreports);
+    printf("%d threads did %ld alloc/free pairs during %d signal reports\n", nthreads, pairs,
+           nreports);
     CHECK(pairs > 0);
     CHECK_DONE();
 }

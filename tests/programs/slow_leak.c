@@ -38,6 +38,7 @@ int main(int argc, char **argv)
         balanced_site();
         nanosleep(&tick, NULL);
         clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 < seconds);
+    } while ((double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9 <
+             seconds);
     CHECK_DONE();
 }

@@ -24,11 +24,12 @@
 
 #define RT_DEVICES 2
 
-static pool_t *rt_pool[RT_DEVICES];               /* pools of the made-up devices */
-static shim_counters_t rt_counters[RT_DEVICES];   /* their counters */
-static char rt_dir[256];                          /* scratch directory for reports */
+static pool_t *rt_pool[RT_DEVICES];             /* pools of the made-up devices */
+static shim_counters_t rt_counters[RT_DEVICES]; /* their counters */
+static char rt_dir[256];                        /* scratch directory for reports */
 
-static void rt_for_each_device(void *ctx, void (*cb)(void *, int, pool_t *, const struct shim_counters *),
+static void rt_for_each_device(void *ctx,
+                               void (*cb)(void *, int, pool_t *, const struct shim_counters *),
                                void *cbctx)
 {
     (void)ctx;
@@ -36,7 +37,8 @@ static void rt_for_each_device(void *ctx, void (*cb)(void *, int, pool_t *, cons
         if (rt_pool[d]) cb(cbctx, d, rt_pool[d], &rt_counters[d]);
 }
 
-static void rt_for_each_option(void *ctx, void (*cb)(void *, const char *, const char *), void *cbctx)
+static void rt_for_each_option(void *ctx, void (*cb)(void *, const char *, const char *),
+                               void *cbctx)
 {
     (void)ctx;
     cb(cbctx, "NPUPOOL_RATIO", "0.8");
@@ -201,8 +203,8 @@ static void rt_check_pool_consistency(const cJSON *dev)
     double freeb = rt_num(pool, "free_bytes"), overhead = rt_num(pool, "overhead_bytes");
     double largest = rt_num(pool, "largest_free_bytes"), frag = rt_num(pool, "fragmentation");
     if (allocated + freeb + overhead != reserved) {
-        fprintf(stderr, "allocated %.0f + free %.0f + overhead %.0f != reserved %.0f\n", allocated, freeb,
-                overhead, reserved);
+        fprintf(stderr, "allocated %.0f + free %.0f + overhead %.0f != reserved %.0f\n", allocated,
+                freeb, overhead, reserved);
         abort();
     }
     double want = freeb > 0 ? 1.0 - largest / freeb : 0.0;
@@ -212,25 +214,29 @@ static void rt_check_pool_consistency(const cJSON *dev)
     const cJSON *e;
     cJSON_ArrayForEach(e, fm)
     {
-        double off = cJSON_GetArrayItem(e, 0)->valuedouble, sz = cJSON_GetArrayItem(e, 1)->valuedouble;
+        double off = cJSON_GetArrayItem(e, 0)->valuedouble,
+               sz = cJSON_GetArrayItem(e, 1)->valuedouble;
         if (off < prev_end) abort(); /* address order, no overlap */
         prev_end = off + sz;
         if (sz > maxfm) maxfm = sz;
         sumfm += sz;
     }
     if (freeb > 0 && maxfm != largest) abort();
-    if (cJSON_GetArraySize(fm) + rt_num(dev, "free_map_omitted") != rt_num(pool, "free_blocks")) abort();
+    if (cJSON_GetArraySize(fm) + rt_num(dev, "free_map_omitted") != rt_num(pool, "free_blocks"))
+        abort();
     if (sumfm + rt_num(dev, "free_map_omitted_bytes") != freeb) abort();
     double lsum = 0;
     prev_end = -1;
     cJSON_ArrayForEach(e, rt_get(dev, "live_map"))
     {
-        double off = cJSON_GetArrayItem(e, 0)->valuedouble, sz = cJSON_GetArrayItem(e, 1)->valuedouble;
+        double off = cJSON_GetArrayItem(e, 0)->valuedouble,
+               sz = cJSON_GetArrayItem(e, 1)->valuedouble;
         if (off < prev_end) abort();
         prev_end = off + sz;
         lsum += sz;
     }
-    if (cJSON_GetArraySize(rt_get(dev, "live_map")) + rt_num(dev, "live_map_omitted") != rt_num(pool, "live_blocks"))
+    if (cJSON_GetArraySize(rt_get(dev, "live_map")) + rt_num(dev, "live_map_omitted") !=
+        rt_num(pool, "live_blocks"))
         abort();
     if (lsum + rt_num(dev, "live_map_omitted_bytes") != allocated) abort();
     double live_bytes = 0, free_blocks = 0;

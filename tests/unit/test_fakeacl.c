@@ -40,7 +40,10 @@ static size_t g_budget0; /* budget of every device at start (restored by teardow
 /* ---- helpers ---------------------------------------------------------------------------------- */
 typedef aclError (*malloc_fn)(void **, size_t, aclrtMemMallocPolicy);
 
-static aclError with_cfg_null(void **p, size_t n, aclrtMemMallocPolicy pol) { return aclrtMallocWithCfg(p, n, pol, NULL); }
+static aclError with_cfg_null(void **p, size_t n, aclrtMemMallocPolicy pol)
+{
+    return aclrtMallocWithCfg(p, n, pol, NULL);
+}
 
 static const struct entry {
     const char *name; /* counter name */
@@ -86,7 +89,8 @@ static int teardown(void **state)
 
 /* ---- devices, threads, lifetime ------------------------------------------------------------------ */
 struct nodev_result {
-    aclError get, malloc_, cfg_null, cfg_dev1, free_other, meminfo, memcpy_, memset_, sync, freesync;
+    aclError get, malloc_, cfg_null, cfg_dev1, free_other, meminfo, memcpy_, memset_, sync,
+        freesync;
     aclError set1, get_after;
     int32_t dev_after;
     void *p;       /* freed by the thread: proves aclrtFree needs no current device */
@@ -187,27 +191,35 @@ static void test_param_errors(void **state)
     for (size_t i = 0; i < NENTRIES; i++) {
         void *p = SENTINEL;
         uint64_t calls = fakeacl_count(entries[i].name);
-        assert_int_equal(entries[i].fn(NULL, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+        assert_int_equal(entries[i].fn(NULL, 64, ACL_MEM_MALLOC_HUGE_FIRST),
+                         ACL_ERROR_INVALID_PARAM);
         assert_int_equal(entries[i].fn(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
         assert_int_equal(entries[i].fn(&p, 64, (aclrtMemMallocPolicy)8), ACL_ERROR_INVALID_PARAM);
-        assert_int_equal(entries[i].fn(&p, 64, (aclrtMemMallocPolicy)0xff), ACL_ERROR_INVALID_PARAM);
-        assert_int_equal(entries[i].fn(&p, 64, (aclrtMemMallocPolicy)(0x1000 | 9)), ACL_ERROR_INVALID_PARAM);
+        assert_int_equal(entries[i].fn(&p, 64, (aclrtMemMallocPolicy)0xff),
+                         ACL_ERROR_INVALID_PARAM);
+        assert_int_equal(entries[i].fn(&p, 64, (aclrtMemMallocPolicy)(0x1000 | 9)),
+                         ACL_ERROR_INVALID_PARAM);
         assert_ptr_equal(p, SENTINEL);
         assert_int_equal(fakeacl_count(entries[i].name), calls + 5);
     }
     void *p = SENTINEL;
     aclrtMallocConfig bad = {NULL, 1};
-    assert_int_equal(aclrtMallocWithCfg(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST, &bad), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMallocWithCfg(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST, &bad),
+                     ACL_ERROR_INVALID_PARAM);
     aclrtMallocAttribute a = {.attr = (aclrtMallocAttrType)7};
     aclrtMallocConfig unknown = {&a, 1};
-    assert_int_equal(aclrtMallocWithCfg(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST, &unknown), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMallocWithCfg(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST, &unknown),
+                     ACL_ERROR_INVALID_PARAM);
     a.attr = ACL_RT_MEM_ATTR_DEVICE_ID;
     a.value.deviceId = (uint32_t)fakeacl_device_count();
-    assert_int_equal(aclrtMallocWithCfg(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST, &unknown), ACL_ERROR_RT_INVALID_DEVICEID);
+    assert_int_equal(aclrtMallocWithCfg(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST, &unknown),
+                     ACL_ERROR_RT_INVALID_DEVICEID);
     assert_ptr_equal(p, SENTINEL);
     /* an absurd size is out of memory, not a crash */
-    assert_int_equal(aclrtMalloc(&p, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
-    assert_int_equal(aclrtMallocAlign32(&p, SIZE_MAX - 40, ACL_MEM_MALLOC_HUGE1G_ONLY), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(aclrtMalloc(&p, SIZE_MAX, ACL_MEM_MALLOC_HUGE_FIRST),
+                     ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(aclrtMallocAlign32(&p, SIZE_MAX - 40, ACL_MEM_MALLOC_HUGE1G_ONLY),
+                     ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert_ptr_equal(p, SENTINEL);
     assert_int_equal(aclrtFree(NULL), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtFreeWithDevSync(NULL), ACL_ERROR_INVALID_PARAM);
@@ -254,7 +266,8 @@ static void test_charging_rules(void **state)
         void *p = NULL;
         aclError rc = e->fn(&p, cases[i].size, (aclrtMemMallocPolicy)cases[i].policy);
         if (rc != ACL_SUCCESS)
-            fail_msg("case %zu: %s(%zu, %#x) -> %d", i, e->name, cases[i].size, cases[i].policy, rc);
+            fail_msg("case %zu: %s(%zu, %#x) -> %d", i, e->name, cases[i].size, cases[i].policy,
+                     rc);
         size_t block = e->padded ? ACL_PADDED_SIZE(cases[i].size) : ACL_ALIGN32_SIZE(cases[i].size);
         if (fakeacl_charged(0) - before != cases[i].charge)
             fail_msg("case %zu: %s(%zu, %#x) charged %zu, want %zu", i, e->name, cases[i].size,
@@ -290,16 +303,19 @@ static void test_budget_exhaustion(void **state)
     assert_int_equal(t, 10 * MiB);
     uint64_t fails = fakeacl_count("alloc_failures"), allocs = fakeacl_count("device_allocs");
     uint64_t inj = fakeacl_count("injected_failures");
-    assert_int_equal(aclrtMalloc(&c, 4 * MiB - 32, ACL_MEM_MALLOC_HUGE_ONLY), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(aclrtMalloc(&c, 4 * MiB - 32, ACL_MEM_MALLOC_HUGE_ONLY),
+                     ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert_ptr_equal(c, SENTINEL);
     assert_int_equal(fakeacl_count("alloc_failures"), fails + 1);
-    assert_int_equal(fakeacl_count("injected_failures"), inj); /* the budget refused it, not a fault */
+    assert_int_equal(fakeacl_count("injected_failures"),
+                     inj); /* the budget refused it, not a fault */
     assert_int_equal(fakeacl_count("device_allocs"), allocs);
     /* exactly the rest fits; then nothing does */
     assert_int_equal(aclrtMallocAlign32(&d, 2 * MiB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     assert_int_equal(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t), ACL_SUCCESS);
     assert_int_equal(f, 0);
-    assert_int_equal(aclrtMalloc(&c, 1, ACL_MEM_MALLOC_NORMAL_ONLY), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(aclrtMalloc(&c, 1, ACL_MEM_MALLOC_NORMAL_ONLY),
+                     ACL_ERROR_RT_MEMORY_ALLOCATION);
     aclrtPhysicalMemProp prop = {.location = {.id = 1, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
     aclrtDrvMemHandle h = SENTINEL;
     assert_int_equal(aclrtMallocPhysical(&h, 2 * MiB, &prop, 0), ACL_ERROR_RT_MEMORY_ALLOCATION);
@@ -308,7 +324,10 @@ static void test_budget_exhaustion(void **state)
     /* device 0 is not affected */
     void *e = NULL;
     assert_int_equal(aclrtMallocWithCfg(&e, 4 * MiB, ACL_MEM_MALLOC_HUGE_ONLY,
-                                        &(aclrtMallocConfig){&(aclrtMallocAttribute){.attr = ACL_RT_MEM_ATTR_DEVICE_ID, .value.deviceId = 0}, 1}),
+                                        &(aclrtMallocConfig){&(aclrtMallocAttribute){
+                                                                 .attr = ACL_RT_MEM_ATTR_DEVICE_ID,
+                                                                 .value.deviceId = 0},
+                                                             1}),
                      ACL_SUCCESS);
     assert_int_equal(fakeacl_owner(e, 1), 0);
     assert_int_equal(fakeacl_set_budget(1, 9 * MiB), -1); /* below what is charged */
@@ -329,8 +348,7 @@ static void test_budget_exhaustion(void **state)
 static void test_huge_reservation_is_free(void **state)
 {
     (void)state;
-    if (fakeacl_budget(0) < 52 * GiB)
-        skip();
+    if (fakeacl_budget(0) < 52 * GiB) skip();
     void *p = NULL;
     /* 51 GiB of private writable memory on a machine with less RAM: only MAP_NORESERVE makes this work */
     assert_int_equal(aclrtMalloc(&p, 51 * GiB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
@@ -341,7 +359,8 @@ static void test_huge_reservation_is_free(void **state)
     c[25 * GiB] = 'm';
     assert_int_equal(c[0] + c[51 * GiB - 1] + c[25 * GiB], 'a' + 'z' + 'm');
     void *q = SENTINEL;
-    assert_int_equal(aclrtMalloc(&q, 13 * GiB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(aclrtMalloc(&q, 13 * GiB, ACL_MEM_MALLOC_HUGE_FIRST),
+                     ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert_int_equal(aclrtFree(p), ACL_SUCCESS);
     assert_true(is_unmapped(c + 25 * GiB));
 }
@@ -354,8 +373,7 @@ static void test_data_and_copies(void **state)
     unsigned char *host = malloc(n), *back = malloc(n);
     assert_non_null(host);
     assert_non_null(back);
-    for (size_t i = 0; i < n; i++)
-        host[i] = (unsigned char)(i * 131 + 7);
+    for (size_t i = 0; i < n; i++) host[i] = (unsigned char)(i * 131 + 7);
     void *d1 = NULL, *d2 = NULL;
     assert_int_equal(aclrtMalloc(&d1, n, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     assert_int_equal(aclrtMallocAlign32(&d2, n, ACL_MEM_MALLOC_HUGE_ONLY), ACL_SUCCESS);
@@ -363,8 +381,7 @@ static void test_data_and_copies(void **state)
     assert_int_equal(aclrtMemset(d1, n, 0x1AB, 4096), ACL_SUCCESS); /* value is taken as a byte */
     assert_int_equal(aclrtMemcpy(d2, n, d1, n, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_SUCCESS);
     assert_int_equal(aclrtMemcpy(back, n, d2, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-    for (size_t i = 0; i < 4096; i++)
-        assert_int_equal(back[i], 0xAB);
+    for (size_t i = 0; i < 4096; i++) assert_int_equal(back[i], 0xAB);
     assert_memory_equal(back + 4096, host + 4096, n - 4096);
     /* the pointer is plain memory too */
     ((unsigned char *)d1)[n - 1] = 0x5A;
@@ -375,9 +392,12 @@ static void test_data_and_copies(void **state)
     /* bounds and arguments */
     uint64_t calls = fakeacl_count("aclrtMemcpy");
     back[0] = 0x11;
-    assert_int_equal(aclrtMemcpy(back, 15, host, 16, ACL_MEMCPY_HOST_TO_HOST), ACL_ERROR_INVALID_PARAM);
-    assert_int_equal(aclrtMemcpy(NULL, 16, host, 16, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
-    assert_int_equal(aclrtMemcpy(back, 16, NULL, 16, ACL_MEMCPY_DEVICE_TO_HOST), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemcpy(back, 15, host, 16, ACL_MEMCPY_HOST_TO_HOST),
+                     ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemcpy(NULL, 16, host, 16, ACL_MEMCPY_HOST_TO_DEVICE),
+                     ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemcpy(back, 16, NULL, 16, ACL_MEMCPY_DEVICE_TO_HOST),
+                     ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtMemcpy(back, 16, host, 16, (aclrtMemcpyKind)5), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtMemcpy(back, 16, host, 16, (aclrtMemcpyKind)-1), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(back[0], 0x11);
@@ -404,7 +424,8 @@ static void test_free_errors(void **state)
     assert_int_equal(aclrtFree((char *)p + 1), ACL_ERROR_RT_MEMORY_FREE);
     assert_int_equal(aclrtFree(&on_stack), ACL_ERROR_RT_MEMORY_FREE);
     assert_int_equal(aclrtFreeWithDevSync((char *)p + 4096), ACL_ERROR_RT_MEMORY_FREE);
-    assert_int_equal(aclrtFreeHost(p), ACL_ERROR_RT_MEMORY_FREE); /* device memory is not host memory */
+    assert_int_equal(aclrtFreeHost(p),
+                     ACL_ERROR_RT_MEMORY_FREE); /* device memory is not host memory */
     assert_int_equal(fakeacl_charged(0), charged);
     assert_int_equal(fakeacl_count("device_frees"), frees);
     assert_int_equal(((unsigned char *)p)[9999], 0x77); /* still mapped and intact */
@@ -451,7 +472,8 @@ static void test_malloc_with_cfg(void **state)
     assert_int_equal(fakeacl_owner(p, ACL_PADDED_SIZE(3 * MiB)), 1);
     aclrtMallocConfig empty = {NULL, 0};
     assert_int_equal(aclrtMallocWithCfg(&q, 64, ACL_MEM_MALLOC_HUGE_FIRST, &empty), ACL_SUCCESS);
-    assert_int_equal(fakeacl_owner(q, 96), 0); /* ALIGN_UP(64,32)+32: WithCfg pads like aclrtMalloc */
+    assert_int_equal(fakeacl_owner(q, 96),
+                     0); /* ALIGN_UP(64,32)+32: WithCfg pads like aclrtMalloc */
     assert_int_equal(fakeacl_owner(q, 97), -1);
     int32_t dev = -1;
     assert_int_equal(aclrtGetDevice(&dev), ACL_SUCCESS);
@@ -493,9 +515,9 @@ static void test_reset_device(void **state)
     assert_true(is_unmapped(b));
     assert_true(is_unmapped(c));
     assert_int_equal(aclrtFree(a), ACL_ERROR_RT_MEMORY_FREE);
-    assert_int_equal(aclrtUnmapMem(resv), ACL_ERROR_RT_MEMORY_FREE);   /* the mapping went with it */
+    assert_int_equal(aclrtUnmapMem(resv), ACL_ERROR_RT_MEMORY_FREE);  /* the mapping went with it */
     assert_int_equal(aclrtFreePhysical(h), ACL_ERROR_RT_MEMORY_FREE); /* and the handle */
-    assert_false(is_unmapped(resv));                                   /* the reservation stays */
+    assert_false(is_unmapped(resv));                                  /* the reservation stays */
     assert_int_equal(fakeacl_check(), 0);
     assert_int_equal(aclrtReleaseMemAddress(resv), ACL_SUCCESS);
     /* device 0 kept its block */
@@ -520,17 +542,26 @@ static void test_mem_info(void **state)
     assert_int_equal(aclrtGetMemInfo((aclrtMemAttr)-1, &f, &t), ACL_ERROR_INVALID_PARAM);
     void *p = NULL;
     assert_int_equal(aclrtMalloc(&p, 3 * MiB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    static const aclrtMemAttr hbm[] = {ACL_HBM_MEM, ACL_HBM_MEM_HUGE, ACL_HBM_MEM_NORMAL, ACL_HBM_MEM_P2P_HUGE,
-                                       ACL_HBM_MEM_P2P_NORMAL, ACL_HBM_MEM_HUGE1G, ACL_HBM_MEM_P2P_HUGE1G,
-                                       ACL_MEM_NORMAL, ACL_MEM_HUGE, ACL_MEM_HUGE1G, ACL_MEM_P2P_NORMAL,
-                                       ACL_MEM_P2P_HUGE, ACL_MEM_P2P_HUGE1G};
+    static const aclrtMemAttr hbm[] = {ACL_HBM_MEM,
+                                       ACL_HBM_MEM_HUGE,
+                                       ACL_HBM_MEM_NORMAL,
+                                       ACL_HBM_MEM_P2P_HUGE,
+                                       ACL_HBM_MEM_P2P_NORMAL,
+                                       ACL_HBM_MEM_HUGE1G,
+                                       ACL_HBM_MEM_P2P_HUGE1G,
+                                       ACL_MEM_NORMAL,
+                                       ACL_MEM_HUGE,
+                                       ACL_MEM_HUGE1G,
+                                       ACL_MEM_P2P_NORMAL,
+                                       ACL_MEM_P2P_HUGE,
+                                       ACL_MEM_P2P_HUGE1G};
     for (size_t i = 0; i < sizeof(hbm) / sizeof(hbm[0]); i++) {
         assert_int_equal(aclrtGetMemInfo(hbm[i], &f, &t), ACL_SUCCESS);
         assert_int_equal(t, fakeacl_budget(0));
         assert_int_equal(f, fakeacl_budget(0) - 4 * MiB);
     }
-    static const aclrtMemAttr ddr[] = {ACL_DDR_MEM, ACL_DDR_MEM_HUGE, ACL_DDR_MEM_NORMAL, ACL_DDR_MEM_P2P_HUGE,
-                                       ACL_DDR_MEM_P2P_NORMAL};
+    static const aclrtMemAttr ddr[] = {ACL_DDR_MEM, ACL_DDR_MEM_HUGE, ACL_DDR_MEM_NORMAL,
+                                       ACL_DDR_MEM_P2P_HUGE, ACL_DDR_MEM_P2P_NORMAL};
     for (size_t i = 0; i < sizeof(ddr) / sizeof(ddr[0]); i++) {
         f = t = 1;
         assert_int_equal(aclrtGetMemInfo(ddr[i], &f, &t), ACL_SUCCESS);
@@ -581,7 +612,8 @@ static void fill(void *p, size_t n, unsigned seed)
 static int filled(const void *p, size_t n, unsigned seed)
 {
     for (size_t i = 0; i < n; i += 8)
-        if (*(const uint64_t *)((const char *)p + i) != (uint64_t)(i + seed) * 0x9E3779B97F4A7C15ull)
+        if (*(const uint64_t *)((const char *)p + i) !=
+            (uint64_t)(i + seed) * 0x9E3779B97F4A7C15ull)
             return 0;
     return 1;
 }
@@ -594,10 +626,17 @@ static void test_vmm(void **state)
                                  .memAttr = ACL_HBM_MEM_HUGE,
                                  .location = {.id = 1, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
     size_t g = 0;
-    assert_int_equal(aclrtMemGetAllocationGranularity(NULL, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g), ACL_ERROR_INVALID_PARAM);
-    assert_int_equal(aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, NULL), ACL_ERROR_INVALID_PARAM);
-    assert_int_equal(aclrtMemGetAllocationGranularity(&prop, (aclrtMemGranularityOptions)2, &g), ACL_ERROR_INVALID_PARAM);
-    assert_int_equal(aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, &g), ACL_SUCCESS);
+    assert_int_equal(
+        aclrtMemGetAllocationGranularity(NULL, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g),
+        ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(
+        aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, NULL),
+        ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemGetAllocationGranularity(&prop, (aclrtMemGranularityOptions)2, &g),
+                     ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(
+        aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, &g),
+        ACL_SUCCESS);
     assert_int_equal(g, 2 * MiB);
 
     /* reservations: aligned, not charged */
@@ -653,16 +692,24 @@ static void test_vmm(void **state)
     assert_int_equal(aclrtMapMem(NULL, 2 * MiB, 0, h1, 0), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtMapMem(v, 0, 0, h1, 0), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(aclrtMapMem(v, 2 * MiB, 0, NULL, 0), ACL_ERROR_INVALID_PARAM);
-    assert_int_equal(aclrtMapMem(v + 100, 4096, 0, h1, 0), ACL_ERROR_RT_PARAM_INVALID);        /* unaligned */
-    assert_int_equal(aclrtMapMem(v, 4096, 100, h1, 0), ACL_ERROR_RT_PARAM_INVALID);            /* unaligned */
-    assert_int_equal(aclrtMapMem(v, 4 * MiB, 0, h1, 0), ACL_ERROR_RT_PARAM_INVALID);           /* beyond handle */
-    assert_int_equal(aclrtMapMem(v, 2 * MiB, 2 * MiB, h1, 0), ACL_ERROR_RT_PARAM_INVALID);     /* beyond handle */
-    assert_int_equal(aclrtMapMem(v + 14 * MiB, 4 * MiB, 0, h2, 0), ACL_ERROR_RT_PARAM_INVALID); /* past reservation */
-    assert_int_equal(aclrtMapMem(v + 3 * MiB, 2 * MiB, 0, h2, 0), ACL_ERROR_RT_PARAM_INVALID);  /* overlaps */
-    assert_int_equal(aclrtMapMem(blk, 2 * MiB, 0, h1, 0), ACL_ERROR_RT_PARAM_INVALID);          /* no reservation */
-    assert_int_equal(aclrtMapMem(v, 2 * MiB, 0, (aclrtDrvMemHandle)0x1234, 0), ACL_ERROR_RT_PARAM_INVALID);
+    assert_int_equal(aclrtMapMem(v + 100, 4096, 0, h1, 0),
+                     ACL_ERROR_RT_PARAM_INVALID);                                   /* unaligned */
+    assert_int_equal(aclrtMapMem(v, 4096, 100, h1, 0), ACL_ERROR_RT_PARAM_INVALID); /* unaligned */
+    assert_int_equal(aclrtMapMem(v, 4 * MiB, 0, h1, 0),
+                     ACL_ERROR_RT_PARAM_INVALID); /* beyond handle */
+    assert_int_equal(aclrtMapMem(v, 2 * MiB, 2 * MiB, h1, 0),
+                     ACL_ERROR_RT_PARAM_INVALID); /* beyond handle */
+    assert_int_equal(aclrtMapMem(v + 14 * MiB, 4 * MiB, 0, h2, 0),
+                     ACL_ERROR_RT_PARAM_INVALID); /* past reservation */
+    assert_int_equal(aclrtMapMem(v + 3 * MiB, 2 * MiB, 0, h2, 0),
+                     ACL_ERROR_RT_PARAM_INVALID); /* overlaps */
+    assert_int_equal(aclrtMapMem(blk, 2 * MiB, 0, h1, 0),
+                     ACL_ERROR_RT_PARAM_INVALID); /* no reservation */
+    assert_int_equal(aclrtMapMem(v, 2 * MiB, 0, (aclrtDrvMemHandle)0x1234, 0),
+                     ACL_ERROR_RT_PARAM_INVALID);
     assert_int_equal(aclrtFree(blk), ACL_SUCCESS);
-    assert_int_equal(aclrtFree(v + 2 * MiB), ACL_ERROR_RT_MEMORY_FREE); /* a mapping is not a block */
+    assert_int_equal(aclrtFree(v + 2 * MiB),
+                     ACL_ERROR_RT_MEMORY_FREE); /* a mapping is not a block */
     assert_int_equal(aclrtFreePhysical(h1), ACL_ERROR_RT_PARAM_INVALID); /* still mapped */
     assert_int_equal(aclrtReleaseMemAddress(r), ACL_ERROR_RT_PARAM_INVALID);
     assert_int_equal(aclrtReleaseMemAddress(v + 2 * MiB), ACL_ERROR_RT_MEMORY_FREE);
@@ -710,9 +757,11 @@ static void test_fail_nth(void **state)
     assert_int_equal(aclrtMalloc(&p[0], 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     assert_int_equal(aclrtMallocAlign32(&p[1], 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     p[2] = SENTINEL;
-    assert_int_equal(aclrtMallocCached(&p[2], 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(aclrtMallocCached(&p[2], 64, ACL_MEM_MALLOC_HUGE_FIRST),
+                     ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert_ptr_equal(p[2], SENTINEL);
-    assert_int_equal(aclrtMalloc(&p[2], 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS); /* once only */
+    assert_int_equal(aclrtMalloc(&p[2], 64, ACL_MEM_MALLOC_HUGE_FIRST),
+                     ACL_SUCCESS); /* once only */
     assert_int_equal(fakeacl_count("injected_failures"), inj + 1);
 
     /* calls refused by their own checks, and host memory, do not count */
@@ -734,8 +783,7 @@ static void test_fail_nth(void **state)
     fakeacl_fail_nth_alloc(0);
     assert_int_equal(aclrtMallocPhysical(&ph, 2 * MiB, &prop, 0), ACL_SUCCESS);
     assert_int_equal(aclrtFreePhysical(ph), ACL_SUCCESS);
-    for (int i = 0; i < 4; i++)
-        assert_int_equal(aclrtFree(p[i]), ACL_SUCCESS);
+    for (int i = 0; i < 4; i++) assert_int_equal(aclrtFree(p[i]), ACL_SUCCESS);
 }
 
 static void test_fail_above(void **state)
@@ -744,10 +792,13 @@ static void test_fail_above(void **state)
     void *a = NULL, *b = SENTINEL, *c = NULL;
     uint64_t inj = fakeacl_count("injected_failures"), fails = fakeacl_count("alloc_failures");
     fakeacl_fail_above(MiB);
-    assert_int_equal(aclrtMalloc(&a, MiB - 32, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS); /* block = 1 MiB */
-    assert_int_equal(aclrtMalloc(&b, MiB - 31, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(aclrtMalloc(&a, MiB - 32, ACL_MEM_MALLOC_HUGE_FIRST),
+                     ACL_SUCCESS); /* block = 1 MiB */
+    assert_int_equal(aclrtMalloc(&b, MiB - 31, ACL_MEM_MALLOC_HUGE_FIRST),
+                     ACL_ERROR_RT_MEMORY_ALLOCATION);
     assert_ptr_equal(b, SENTINEL);
-    assert_int_equal(aclrtMallocAlign32(&c, MiB, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS); /* block = 1 MiB */
+    assert_int_equal(aclrtMallocAlign32(&c, MiB, ACL_MEM_MALLOC_HUGE_FIRST),
+                     ACL_SUCCESS); /* block = 1 MiB */
     aclrtPhysicalMemProp prop = {.location = {.id = 0, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
     aclrtDrvMemHandle ph = SENTINEL;
     assert_int_equal(aclrtMallocPhysical(&ph, 2 * MiB, &prop, 0), ACL_ERROR_RT_MEMORY_ALLOCATION);
@@ -761,25 +812,42 @@ static void test_fail_above(void **state)
 }
 
 /* ---- counters and the stats file ---------------------------------------------------------------------------------- */
-static const char *const entry_names[] = {
-    "aclInit", "aclFinalize", "aclrtSetDevice", "aclrtResetDevice", "aclrtGetDevice", "aclrtGetDeviceCount",
-    "aclrtSynchronizeDevice", "aclrtMalloc", "aclrtMallocAlign32", "aclrtMallocCached", "aclrtMallocWithCfg",
-    "aclrtFree", "aclrtFreeWithDevSync", "aclrtMallocHost", "aclrtFreeHost", "aclrtMemcpy", "aclrtMemset",
-    "aclrtGetMemInfo", "aclrtReserveMemAddress", "aclrtReleaseMemAddress", "aclrtMallocPhysical",
-    "aclrtFreePhysical", "aclrtMapMem", "aclrtUnmapMem", "aclrtMemGetAllocationGranularity"};
+static const char *const entry_names[] = {"aclInit",
+                                          "aclFinalize",
+                                          "aclrtSetDevice",
+                                          "aclrtResetDevice",
+                                          "aclrtGetDevice",
+                                          "aclrtGetDeviceCount",
+                                          "aclrtSynchronizeDevice",
+                                          "aclrtMalloc",
+                                          "aclrtMallocAlign32",
+                                          "aclrtMallocCached",
+                                          "aclrtMallocWithCfg",
+                                          "aclrtFree",
+                                          "aclrtFreeWithDevSync",
+                                          "aclrtMallocHost",
+                                          "aclrtFreeHost",
+                                          "aclrtMemcpy",
+                                          "aclrtMemset",
+                                          "aclrtGetMemInfo",
+                                          "aclrtReserveMemAddress",
+                                          "aclrtReleaseMemAddress",
+                                          "aclrtMallocPhysical",
+                                          "aclrtFreePhysical",
+                                          "aclrtMapMem",
+                                          "aclrtUnmapMem",
+                                          "aclrtMemGetAllocationGranularity"};
 #define NENTRY_NAMES (sizeof(entry_names) / sizeof(entry_names[0]))
 
 /* Value of `name` in a `name value` file, or -1. */
 static long long stats_value(const char *path, const char *name)
 {
     FILE *fp = fopen(path, "r");
-    if (fp == NULL)
-        return -1;
+    if (fp == NULL) return -1;
     char key[128];
     long long v, found = -1;
     while (fscanf(fp, "%127s %lld", key, &v) == 2)
-        if (strcmp(key, name) == 0)
-            found = v;
+        if (strcmp(key, name) == 0) found = v;
     fclose(fp);
     return found;
 }
@@ -787,11 +855,9 @@ static long long stats_value(const char *path, const char *name)
 static int stats_lines(const char *path)
 {
     FILE *fp = fopen(path, "r");
-    if (fp == NULL)
-        return -1;
+    if (fp == NULL) return -1;
     int n = 0, ch;
-    while ((ch = fgetc(fp)) != EOF)
-        n += ch == '\n';
+    while ((ch = fgetc(fp)) != EOF) n += ch == '\n';
     fclose(fp);
     return n;
 }
@@ -800,8 +866,7 @@ static void test_counters_and_stats(void **state)
 {
     (void)state;
     fakeacl_reset_counts();
-    for (size_t i = 0; i < NENTRY_NAMES; i++)
-        assert_int_equal(fakeacl_count(entry_names[i]), 0);
+    for (size_t i = 0; i < NENTRY_NAMES; i++) assert_int_equal(fakeacl_count(entry_names[i]), 0);
     void *p[3];
     for (int i = 0; i < 3; i++)
         assert_int_equal(aclrtMalloc(&p[i], 1000, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
@@ -860,10 +925,10 @@ static void test_counters_and_stats(void **state)
 #define NLIVE 48
 
 struct worker {
-    int id;            /* 0..NTHREADS-1, device = id % 2 */
-    int errors;        /* unexpected return codes */
-    int corrupt;       /* blocks whose tags changed */
-    uint64_t allocs;   /* successful allocations */
+    int id;          /* 0..NTHREADS-1, device = id % 2 */
+    int errors;      /* unexpected return codes */
+    int corrupt;     /* blocks whose tags changed */
+    uint64_t allocs; /* successful allocations */
 };
 
 static volatile int g_stop;
@@ -872,10 +937,13 @@ static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     unsigned seed = 1234u + (unsigned)w->id * 7919u;
-    struct { unsigned char *p; size_t n; unsigned char tag; } live[NLIVE];
+    struct {
+        unsigned char *p;
+        size_t n;
+        unsigned char tag;
+    } live[NLIVE];
     int nlive = 0;
-    if (aclrtSetDevice(w->id % 2) != ACL_SUCCESS)
-        w->errors++;
+    if (aclrtSetDevice(w->id % 2) != ACL_SUCCESS) w->errors++;
     for (int op = 0; op < NOPS; op++) {
         int do_alloc = nlive == 0 || (nlive < NLIVE && rand_r(&seed) % 100 < 55);
         if (do_alloc) {
@@ -903,14 +971,12 @@ static void *worker_main(void *arg)
             if (p[0] != live[i].tag || p[n - 1] != live[i].tag || p[n / 2] != live[i].tag)
                 w->corrupt++;
             aclError rc = (op & 1) ? aclrtFree(p) : aclrtFreeWithDevSync(p);
-            if (rc != ACL_SUCCESS)
-                w->errors++;
+            if (rc != ACL_SUCCESS) w->errors++;
             live[i] = live[--nlive];
         }
     }
     while (nlive > 0)
-        if (aclrtFree(live[--nlive].p) != ACL_SUCCESS)
-            w->errors++;
+        if (aclrtFree(live[--nlive].p) != ACL_SUCCESS) w->errors++;
     return NULL;
 }
 
@@ -966,7 +1032,8 @@ static void *churn_main(void *arg)
     aclrtSetDevice((int)((uintptr_t)arg % 2));
     while (!__atomic_load_n(&g_stop, __ATOMIC_ACQUIRE)) {
         void *p = NULL;
-        if (aclrtMalloc(&p, 1 + (size_t)rand_r(&seed) % 65536, ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS)
+        if (aclrtMalloc(&p, 1 + (size_t)rand_r(&seed) % 65536, ACL_MEM_MALLOC_HUGE_FIRST) ==
+            ACL_SUCCESS)
             aclrtFree(p);
     }
     return NULL;
@@ -998,12 +1065,10 @@ static void test_fork_while_allocating(void **state)
         }
         int st = 0;
         assert_int_equal(waitpid(pid, &st, 0), pid);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            fail_msg("fork child %d: status %#x", k, st);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("fork child %d: status %#x", k, st);
     }
     __atomic_store_n(&g_stop, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < 4; i++)
-        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
     assert_int_equal(((unsigned char *)p)[0], 0x42);
     assert_int_equal(aclrtFree(p), ACL_SUCCESS); /* the parent still owns its p */
 }
@@ -1028,8 +1093,9 @@ static int probe_main(void)
     return 0; /* exit() runs the fake's destructor, which writes FAKEACL_STATS */
 }
 
-static const char *const fakeacl_vars[] = {"FAKEACL_DEVICES", "FAKEACL_HBM_BYTES", "FAKEACL_FAIL_NTH",
-                                           "FAKEACL_FAIL_ABOVE", "FAKEACL_STATS"};
+static const char *const fakeacl_vars[] = {"FAKEACL_DEVICES", "FAKEACL_HBM_BYTES",
+                                           "FAKEACL_FAIL_NTH", "FAKEACL_FAIL_ABOVE",
+                                           "FAKEACL_STATS"};
 
 struct probe {
     char out[4096]; /* probe's stdout */
@@ -1042,8 +1108,7 @@ static void read_all(int fd, char *buf, size_t cap)
 {
     size_t n = 0;
     ssize_t r;
-    while ((r = read(fd, buf + n, cap - 1 - n)) > 0)
-        n += (size_t)r;
+    while ((r = read(fd, buf + n, cap - 1 - n)) > 0) n += (size_t)r;
     buf[n] = '\0';
     close(fd);
 }
@@ -1063,8 +1128,7 @@ static void run_probe(struct probe *pr, const char *const *env)
         close(e[0]);
         for (size_t i = 0; i < sizeof(fakeacl_vars) / sizeof(fakeacl_vars[0]); i++)
             unsetenv(fakeacl_vars[i]);
-        for (; env != NULL && *env != NULL; env++)
-            putenv((char *)*env);
+        for (; env != NULL && *env != NULL; env++) putenv((char *)*env);
         execl("/proc/self/exe", "test_fakeacl", "--probe", (char *)NULL);
         _exit(127);
     }
@@ -1082,8 +1146,7 @@ static long long probe_value(const struct probe *pr, const char *key)
     char pat[64];
     snprintf(pat, sizeof(pat), "%s ", key);
     for (const char *s = pr->out; s != NULL && *s; s = strchr(s, '\n') ? strchr(s, '\n') + 1 : NULL)
-        if (strncmp(s, pat, strlen(pat)) == 0)
-            return atoll(s + strlen(pat));
+        if (strncmp(s, pat, strlen(pat)) == 0) return atoll(s + strlen(pat));
     fail_msg("probe printed no \"%s\":\n%s", key, pr->out);
     return -1;
 }
@@ -1091,8 +1154,7 @@ static long long probe_value(const struct probe *pr, const char *key)
 static int count_lines_with(const char *text, const char *needle)
 {
     int n = 0;
-    for (const char *s = text; (s = strstr(s, needle)) != NULL; s += strlen(needle))
-        n++;
+    for (const char *s = text; (s = strstr(s, needle)) != NULL; s += strlen(needle)) n++;
     return n;
 }
 
@@ -1122,9 +1184,10 @@ static void test_env_values(void **state)
     static const struct {
         const char *hbm;  /* FAKEACL_HBM_BYTES */
         long long budget; /* expected budget */
-    } sizes[] = {{"FAKEACL_HBM_BYTES=16M", 16LL << 20}, {"FAKEACL_HBM_BYTES=1G", 1LL << 30},
-                 {"FAKEACL_HBM_BYTES=512k", 512LL << 10}, {"FAKEACL_HBM_BYTES=2TiB", 2LL << 40},
-                 {"FAKEACL_HBM_BYTES=123456789", 123456789LL}, {"FAKEACL_HBM_BYTES=3gb", 3LL << 30}};
+    } sizes[] = {
+        {"FAKEACL_HBM_BYTES=16M", 16LL << 20},        {"FAKEACL_HBM_BYTES=1G", 1LL << 30},
+        {"FAKEACL_HBM_BYTES=512k", 512LL << 10},      {"FAKEACL_HBM_BYTES=2TiB", 2LL << 40},
+        {"FAKEACL_HBM_BYTES=123456789", 123456789LL}, {"FAKEACL_HBM_BYTES=3gb", 3LL << 30}};
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         struct probe pr;
         const char *env[] = {"FAKEACL_DEVICES=3", sizes[i].hbm, NULL};
@@ -1161,7 +1224,8 @@ static void test_env_bad_values(void **state)
         run_probe(&pr, (const char *const *)bad[i]);
         assert_int_equal(probe_value(&pr, "devices"), 2);
         assert_int_equal(probe_value(&pr, "budget"), 64LL << 30);
-        assert_int_equal(count_lines_with(pr.err, "fakeacl: "), 2); /* one warning per bad variable */
+        assert_int_equal(count_lines_with(pr.err, "fakeacl: "),
+                         2); /* one warning per bad variable */
         assert_non_null(strstr(pr.err, "FAKEACL_DEVICES"));
         assert_non_null(strstr(pr.err, "FAKEACL_HBM_BYTES"));
         assert_null(strstr(pr.out, "fakeacl")); /* never on stdout */
@@ -1222,8 +1286,7 @@ static void test_env_stats_file(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--probe") == 0)
-        return probe_main();
+    if (argc > 1 && strcmp(argv[1], "--probe") == 0) return probe_main();
     g_budget0 = fakeacl_budget(0);
     signal(SIGPIPE, SIG_IGN);
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)

@@ -68,8 +68,8 @@ static void test_record_fields(void **state)
     assert_int_equal(ledger_live_count(1), 0);
     check_ledger();
     assert_int_equal(ledger_record_free(a), 1);
-    assert_int_equal(ledger_record_free(a), 0);        /* double free: unknown now */
-    assert_int_equal(ledger_record_free(a + 64), 0);   /* never recorded */
+    assert_int_equal(ledger_record_free(a), 0);      /* double free: unknown now */
+    assert_int_equal(ledger_record_free(a + 64), 0); /* never recorded */
     assert_int_equal(ledger_lookup(a, NULL), 0);
     assert_int_equal(ledger_live_count(-1), 1);
     check_ledger();
@@ -154,7 +154,8 @@ static void test_collect_sites(void **state)
         ledger_site_t *s = &sites[i];
         if (s->device == 0 && s->stack_id == s1) {
             assert_int_equal(s->count, 9);
-            assert_int_equal(s->requested_bytes, 101 + 102 + 103 + 104 + 105 + 106 + 107 + 108 + 109);
+            assert_int_equal(s->requested_bytes,
+                             101 + 102 + 103 + 104 + 105 + 106 + 107 + 108 + 109);
             assert_int_equal(s->granted_bytes, 9 * 256);
             assert_int_equal(s->by_origin[LEDGER_FROM_POOL], 6);
             assert_int_equal(s->by_origin[LEDGER_FROM_FALLBACK], 3);
@@ -270,8 +271,8 @@ static void test_capture_and_symbolize(void **state)
     sym_frame_t f0, f1;
     sym_lookup(sym, fr[0], &f0);
     sym_lookup(sym, fr[1], &f1);
-    print_message("# frame0 %s %s:%d module %s +%#lx build-id %s\n", f0.function, f0.file, f0.line, f0.module,
-                  (unsigned long)f0.offset, f0.build_id ? f0.build_id : "-");
+    print_message("# frame0 %s %s:%d module %s +%#lx build-id %s\n", f0.function, f0.file, f0.line,
+                  f0.module, (unsigned long)f0.offset, f0.build_id ? f0.build_id : "-");
     assert_non_null(f0.function);
     assert_string_equal(f0.function, "capture_site_a"); /* static, no -rdynamic: from .symtab */
     assert_string_equal(f1.function, "capture_via");
@@ -359,12 +360,14 @@ static void test_memory_per_allocation(void **state)
     ledger_memory(&m);
     assert_int_equal(m.live_records, N);
     double per = (double)m.record_bytes / N;
-    print_message("# ledger host memory: %.1f bytes per live allocation at %d live (limit 64)\n", per, N);
+    print_message("# ledger host memory: %.1f bytes per live allocation at %d live (limit 64)\n",
+                  per, N);
     assert_true(per <= 64.0);
     /* Steady churn does not grow it. */
     for (size_t i = 0; i < N; i += 2) ledger_record_free(((uintptr_t)1 << 40) + i * 512);
     for (size_t i = 0; i < N; i += 2)
-        ledger_record_alloc(((uintptr_t)1 << 41) + i * 512, 0, 300, 352, LEDGER_MALLOC, LEDGER_FROM_POOL, sid);
+        ledger_record_alloc(((uintptr_t)1 << 41) + i * 512, 0, 300, 352, LEDGER_MALLOC,
+                            LEDGER_FROM_POOL, sid);
     ledger_memory_t m2;
     ledger_memory(&m2);
     assert_int_equal(m2.live_records, N);
@@ -376,9 +379,9 @@ static void test_memory_per_allocation(void **state)
 /* ---- threads and fork -------------------------------------------------------------------------- */
 
 typedef struct worker {
-    int id;          /* worker number */
-    int iterations;  /* alloc/free pairs */
-    size_t kept;     /* allocations left live */
+    int id;         /* worker number */
+    int iterations; /* alloc/free pairs */
+    size_t kept;    /* allocations left live */
 } worker_t;
 
 __attribute__((noipa)) static void *worker_main(void *arg)
@@ -429,7 +432,8 @@ static void test_fork_while_threads_record(void **state)
     static int registered;
     if (!registered) {
         pthread_atfork(ledger_atfork_prepare, ledger_atfork_parent, ledger_atfork_child);
-        pthread_atfork(ledger_atfork_prepare_capture, NULL, NULL); /* prepare handlers run in reverse: first */
+        pthread_atfork(ledger_atfork_prepare_capture, NULL,
+                       NULL); /* prepare handlers run in reverse: first */
         registered = 1;
     }
     enum { T = 4 };
@@ -443,7 +447,8 @@ static void test_fork_while_threads_record(void **state)
         pid_t pid = fork();
         if (pid == 0) {
             /* The child can use the ledger: no lock inherited held. */
-            ledger_record_alloc(0xdead000, 0, 1, 64, LEDGER_MALLOC, LEDGER_FROM_POOL, capture_via(0));
+            ledger_record_alloc(0xdead000, 0, 1, 64, LEDGER_MALLOC, LEDGER_FROM_POOL,
+                                capture_via(0));
             int ok = ledger_record_free(0xdead000) == 1 && ledger_check(NULL, 0) == 0;
             _exit(ok ? 0 : 3);
         }

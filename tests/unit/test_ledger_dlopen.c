@@ -36,7 +36,8 @@ __attribute__((noinline)) static void *unwinder(void *arg)
     uintptr_t base = ((uintptr_t)(intptr_t)arg + 1) << 36;
     for (uintptr_t i = 0; !stop; i++) {
         uint32_t sid = ledger_capture_stack(0);
-        ledger_record_alloc(base + (i % 4096) * 64, 0, 64, 64, LEDGER_MALLOC, LEDGER_FROM_POOL, sid);
+        ledger_record_alloc(base + (i % 4096) * 64, 0, 64, 64, LEDGER_MALLOC, LEDGER_FROM_POOL,
+                            sid);
         ledger_record_free(base + (i % 4096) * 64);
         captures++;
     }

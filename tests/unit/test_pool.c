@@ -26,8 +26,7 @@ static void check_pool(pool_t *p)
 {
     char why[256];
     int bad = pool_check(p, why, sizeof why);
-    if (bad)
-        print_error("pool_check: %d violations, first: %s\n", bad, why);
+    if (bad) print_error("pool_check: %d violations, first: %s\n", bad, why);
     assert_int_equal(bad, 0);
 }
 
@@ -64,14 +63,12 @@ typedef struct walk_sum {
 static int walk_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
 {
     walk_sum_t *w = ctx;
-    if (addr < w->last_end)
-        w->order_ok = 0;
+    if (addr < w->last_end) w->order_ok = 0;
     w->last_end = addr + size;
     if (is_free) {
         w->free_blocks++;
         w->free_bytes += size;
-        if (size > w->largest)
-            w->largest = size;
+        if (size > w->largest) w->largest = size;
     } else {
         w->live_blocks++;
         w->live_bytes += size;
@@ -234,12 +231,12 @@ static void test_misuse(void **state)
         uintptr_t addr;
         int want;
     } bad[] = {
-        {gone, POOL_ENOTLIVE},           /* double free */
-        {small + 64, POOL_ENOTLIVE},     /* interior pointer, small block */
-        {small + 1, POOL_ENOTLIVE},      /* unaligned interior pointer */
-        {big + MiB, POOL_ENOTLIVE},      /* interior pointer, large block */
-        {base + 40 * MiB, POOL_ENOTLIVE},/* inside a free block */
-        {base - 1, POOL_ENOTOWNED},      /* just below */
+        {gone, POOL_ENOTLIVE},             /* double free */
+        {small + 64, POOL_ENOTLIVE},       /* interior pointer, small block */
+        {small + 1, POOL_ENOTLIVE},        /* unaligned interior pointer */
+        {big + MiB, POOL_ENOTLIVE},        /* interior pointer, large block */
+        {base + 40 * MiB, POOL_ENOTLIVE},  /* inside a free block */
+        {base - 1, POOL_ENOTOWNED},        /* just below */
         {base + 64 * MiB, POOL_ENOTOWNED}, /* just above */
         {0, POOL_ENOTOWNED},
     };
@@ -277,12 +274,10 @@ static void test_exhaustion(void **state)
     for (size_t s = 8 * MiB; s >= 64; s /= 2) {
         for (;;) {
             size_t g = rng_range(&seed, s / 2 + 1, s);
-            if (s == 64)
-                g = 64;
+            if (s == 64) g = 64;
             uintptr_t a;
             int rc = pool_alloc(p, g, g, &a);
-            if (rc == POOL_ENOMEM)
-                break;
+            if (rc == POOL_ENOMEM) break;
             assert_int_equal(rc, POOL_OK);
             assert_true(n < 200000);
             live[n++] = a;
@@ -309,8 +304,7 @@ static void test_exhaustion(void **state)
     shuffle(live, n, &seed);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(pool_free(p, live[i], NULL, NULL), POOL_OK);
-        if (i % 16 == 0 || i + 1 == n)
-            check_pool(p);
+        if (i % 16 == 0 || i + 1 == n) check_pool(p);
     }
     assert_one_free_block(p, size);
     /* Usable again in one piece. */
@@ -326,12 +320,10 @@ static void test_oom_puzzle(void **state)
     (void)state;
     pool_t *p = pool_create(0x200000000000ull, 8 * GiB);
     uintptr_t blk[8];
-    for (int i = 0; i < 8; i++)
-        blk[i] = must_alloc(p, GiB);
+    for (int i = 0; i < 8; i++) blk[i] = must_alloc(p, GiB);
     uintptr_t a;
     assert_int_equal(pool_alloc(p, 0, GiB, &a), POOL_ENOMEM);
-    for (int i = 1; i < 8; i += 2)
-        must_free(p, blk[i]);
+    for (int i = 1; i < 8; i += 2) must_free(p, blk[i]);
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_int_equal(st.free_bytes, 4 * GiB);
@@ -349,8 +341,7 @@ static void test_oom_puzzle(void **state)
     pool_get_stats(p, &st);
     assert_true(st.fragmentation > 0.6666 && st.fragmentation < 0.6667);
     for (int i = 0; i < 8; i++)
-        if (i % 2 == 0 || i == 1)
-            must_free(p, blk[i]);
+        if (i % 2 == 0 || i == 1) must_free(p, blk[i]);
     assert_one_free_block(p, 8 * GiB);
     pool_destroy(p);
 }
@@ -367,8 +358,7 @@ static void coalesce_in_order(int order, uint64_t seed)
                                             : rng_range(&seed, 1, 200 * KiB);
         uintptr_t a;
         int rc = pool_alloc(p, g, g, &a);
-        if (rc == POOL_ENOMEM)
-            break;
+        if (rc == POOL_ENOMEM) break;
         assert_int_equal(rc, POOL_OK);
         live[n++] = a;
         check_pool(p);
@@ -383,8 +373,7 @@ static void coalesce_in_order(int order, uint64_t seed)
     } else if (order == 2) {
         shuffle(live, n, &seed);
     }
-    for (size_t i = 0; i < n; i++)
-        must_free(p, live[i]);
+    for (size_t i = 0; i < n; i++) must_free(p, live[i]);
     assert_one_free_block(p, size);
     pool_destroy(p);
 }
@@ -404,8 +393,7 @@ static void test_coalesce_reverse(void **state)
 static void test_coalesce_random(void **state)
 {
     (void)state;
-    for (uint64_t s = 3; s < 8; s++)
-        coalesce_in_order(2, s);
+    for (uint64_t s = 3; s < 8; s++) coalesce_in_order(2, s);
 }
 
 /* Small blocks live in slab pages carved from the top of free space; large blocks from the
@@ -425,8 +413,7 @@ static void test_small_segregation(void **state)
         size_t g = rng_range(&seed, 2 * MiB, 12 * MiB);
         large[nl++] = must_alloc(p, g);
         large_bytes += pl_align_up(g);
-        for (int k = 0; k < 30; k++)
-            small[ns++] = must_alloc(p, rng_range(&seed, 1, 256 * KiB));
+        for (int k = 0; k < 30; k++) small[ns++] = must_alloc(p, rng_range(&seed, 1, 256 * KiB));
     }
     /* Large blocks are packed at the bottom of the range, with no page in between. */
     for (size_t i = 0; i < nl; i++) {
@@ -444,8 +431,7 @@ static void test_small_segregation(void **state)
     assert_true(st.buckets[0].live_blocks + st.buckets[1].live_blocks + st.buckets[2].live_blocks ==
                 ns);
     shuffle(small, ns, &seed);
-    for (size_t i = 0; i < ns; i++)
-        must_free(p, small[i]);
+    for (size_t i = 0; i < ns; i++) must_free(p, small[i]);
     assert_true(p->cached_pages > 0); /* empty pages kept by their classes */
     walk_sum_t w = walk_sum(p);
     pool_get_stats(p, &st);
@@ -456,8 +442,7 @@ static void test_small_segregation(void **state)
     uintptr_t a = must_alloc(p, size - large_bytes);
     assert_int_equal(p->cached_pages, 0);
     must_free(p, a);
-    for (size_t i = 0; i < nl; i++)
-        must_free(p, large[i]);
+    for (size_t i = 0; i < nl; i++) must_free(p, large[i]);
     assert_one_free_block(p, size);
     pool_destroy(p);
 }
@@ -478,7 +463,7 @@ static void test_cached_page_and_tiny_pool(void **state)
     assert_int_equal(pg->slot, 256 * KiB);
     assert_int_equal(pg->nslots, 1); /* a class with no live slot gets a minimum page */
     assert_int_equal(pg->addr + pg->span, 0x500000000ull + 64 * MiB); /* carved from the top */
-    assert_int_equal(pl_page_of(p, s0)->addr + 256 * KiB, pg->addr); /* the next one below */
+    assert_int_equal(pl_page_of(p, s0)->addr + 256 * KiB, pg->addr);  /* the next one below */
     pool_stats_t st;
     pool_get_stats(p, &st);
     /* keep | free | s0 | s1 */
@@ -518,8 +503,7 @@ static void test_cached_page_and_tiny_pool(void **state)
         assert_null(pl_page_of(p, t[i]));
     }
     assert_int_equal(t[1], t[0] + 128); /* packed by the large heap, 64-byte granular */
-    for (int i = 0; i < 3; i++)
-        must_free(p, t[i]);
+    for (int i = 0; i < 3; i++) must_free(p, t[i]);
     assert_one_free_block(p, 48 * KiB);
     pool_destroy(p);
 
@@ -592,8 +576,7 @@ static void test_stats_consistency(void **state)
             requested_sum -= r;
             live[i] = live[--n];
         }
-        if (step % 50)
-            continue;
+        if (step % 50) continue;
         check_pool(p);
         pool_stats_t st;
         pool_get_stats(p, &st);
@@ -624,8 +607,7 @@ static void test_stats_consistency(void **state)
         assert_int_equal(fbytes, st.free_bytes);
         assert_true(st.peak_allocated_bytes >= st.allocated_bytes);
     }
-    while (n > 0)
-        must_free(p, live[--n]);
+    while (n > 0) must_free(p, live[--n]);
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_int_equal(st.allocs, st.frees);
@@ -677,8 +659,7 @@ static void test_many_blocks(void **state)
     for (size_t i = 0; i < N; i++) {
         size_t g = rng_range(&seed, 1, 8 * KiB);
         assert_int_equal(pool_alloc(p, g, g, &live[i]), POOL_OK);
-        if (i < 2500 || i % 100 == 0)
-            check_pool(p);
+        if (i < 2500 || i % 100 == 0) check_pool(p);
     }
     pool_stats_t st;
     pool_get_stats(p, &st);
@@ -686,8 +667,7 @@ static void test_many_blocks(void **state)
     shuffle(live, N, &seed);
     for (size_t i = 0; i < N; i++) {
         assert_int_equal(pool_free(p, live[i], NULL, NULL), POOL_OK);
-        if (i % 100 == 0)
-            check_pool(p);
+        if (i % 100 == 0) check_pool(p);
     }
     assert_one_free_block(p, 256 * MiB);
     check_pool(p);
@@ -779,8 +759,7 @@ static void test_slab_class_boundaries(void **state)
 static size_t partial_len(const pclass_t *c)
 {
     size_t n = 0;
-    for (const ppage_t *pg = c->partial; pg; pg = pg->next)
-        n++;
+    for (const ppage_t *pg = c->partial; pg; pg = pg->next) n++;
     return n;
 }
 
@@ -803,16 +782,15 @@ static void test_slab_page_recycling(void **state)
         assert_true(partial_len(&p->cls[c]) <= 1);
     }
     assert_int_equal(p->cls[c].live, N);
-    assert_int_equal(pl_page_of(p, a[0])->nslots, g->min_slots);    /* the first page */
-    assert_true(pl_page_of(p, a[N - 1])->nslots > g->min_slots);     /* grown with the class */
+    assert_int_equal(pl_page_of(p, a[0])->nslots, g->min_slots); /* the first page */
+    assert_true(pl_page_of(p, a[N - 1])->nslots > g->min_slots); /* grown with the class */
     /* Empty pages one after another, from the top (the oldest) down: the first
      * PL_CACHE_PAGES are cached, then each new empty page is the lowest and goes. */
     ppage_t *order[N];
     size_t npages = 0;
     for (int i = 0; i < N; i++) {
         ppage_t *pg = pl_page_of(p, a[i]);
-        if (npages == 0 || order[npages - 1] != pg)
-            order[npages++] = pg;
+        if (npages == 0 || order[npages - 1] != pg) order[npages++] = pg;
     }
     assert_true(npages > PL_CACHE_PAGES + 2);
     uintptr_t cached_addr[PL_CACHE_PAGES];
@@ -864,8 +842,7 @@ static void test_slab_page_recycling(void **state)
     assert_int_equal(p->cached_pages, 0);
     assert_true(reused >= PL_CACHE_PAGES);
     assert_int_equal(p->pages, pages + 1); /* one more page for the two pages given back */
-    for (int i = N; i-- > 0;)
-        must_free(p, a[i]);
+    for (int i = N; i-- > 0;) must_free(p, a[i]);
     assert_true(p->cached_pages <= PL_CACHE_PAGES);
     assert_int_equal(p->cls[c].live, 0);
     must_free(p, keep);
@@ -889,20 +866,20 @@ static void test_slab_misuse(void **state)
     assert_int_equal(b, a + 3 * KiB);
     assert_int_equal(c, b + 3 * KiB);
     uintptr_t x = must_alloc(p, 100 * KiB); /* its own class and page */
-    must_free(p, x);                         /* ... now cached */
+    must_free(p, x);                        /* ... now cached */
     assert_int_equal(p->cached_pages, 1);
     must_free(p, b);
     pool_stats_t before, after;
     pool_get_stats(p, &before);
     const uintptr_t bad[] = {
-        b,                            /* double free */
-        a + 64,                       /* interior, 64-aligned */
-        a + 1,                        /* interior, unaligned */
-        a + 3 * KiB - 64,             /* last 64 bytes of a slot */
-        c + 3 * KiB,                  /* a free slot never handed out */
+        b,                             /* double free */
+        a + 64,                        /* interior, 64-aligned */
+        a + 1,                         /* interior, unaligned */
+        a + 3 * KiB - 64,              /* last 64 bytes of a slot */
+        c + 3 * KiB,                   /* a free slot never handed out */
         pg->addr + pg->span - 3 * KiB, /* the page's last slot, free */
-        pg->addr + pg->span - 64,     /* inside it */
-        x,                            /* a slot of the cached page (double free) */
+        pg->addr + pg->span - 64,      /* inside it */
+        x,                             /* a slot of the cached page (double free) */
         x + 128,
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -965,8 +942,7 @@ static void test_slab_larger_class_fallback(void **state)
     assert_int_equal(x, s[10]);
     s[10] = x;
     check_pool(p);
-    for (size_t i = 0; i < n; i++)
-        must_free(p, s[i]);
+    for (size_t i = 0; i < n; i++) must_free(p, s[i]);
     must_free(p, a);
     must_free(p, big);
     assert_one_free_block(p, 4 * MiB);
@@ -1004,16 +980,13 @@ static void test_free_runs_across_pages(void **state)
     /* A page with free slots on both edges joins free memory on both sides. */
     must_free(p, p1);
     uintptr_t q[8];
-    for (int i = 0; i < 8; i++)
-        q[i] = must_alloc(p, 64); /* one 4096-slot page of 64 bytes */
-    for (int i = 0; i < 8; i += 2)
-        must_free(p, q[i]);
+    for (int i = 0; i < 8; i++) q[i] = must_alloc(p, 64); /* one 4096-slot page of 64 bytes */
+    for (int i = 0; i < 8; i += 2) must_free(p, q[i]);
     pool_get_stats(p, &st);
     w = walk_sum(p);
     assert_int_equal(st.free_blocks, w.free_blocks);
     assert_int_equal(st.largest_free_bytes, w.largest);
-    for (int i = 1; i < 8; i += 2)
-        must_free(p, q[i]);
+    for (int i = 1; i < 8; i += 2) must_free(p, q[i]);
     must_free(p, keep);
     assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);

@@ -110,8 +110,7 @@ static void test_random_against_reference(void **state)
             r.vals[i] = r.vals[r.n];
         }
         assert_int_equal(addrmap_count(&m), r.n);
-        if (m.old)
-            grows_seen++;
+        if (m.old) grows_seen++;
         if (op < 3000 || op % 5000 == 0) {
             assert_int_equal(addrmap_check(&m), 0);
             /* every reference entry present with its value */
@@ -138,12 +137,10 @@ static void test_reserve_preallocates(void **state)
     (void)state;
     addrmap_t m;
     assert_int_equal(addrmap_init(&m, 100), 0);
-    for (uintptr_t k = 0; k < 100; k++)
-        assert_int_equal(addrmap_put(&m, k * 64, k), 0);
+    for (uintptr_t k = 0; k < 100; k++) assert_int_equal(addrmap_put(&m, k * 64, k), 0);
     assert_int_equal(addrmap_reserve(&m, 5000), 0);
     const addrmap_slot_t *slots = m.slots;
-    for (uintptr_t k = 100; k < 5100; k++)
-        assert_int_equal(addrmap_put(&m, k * 64, k), 0);
+    for (uintptr_t k = 100; k < 5100; k++) assert_int_equal(addrmap_put(&m, k * 64, k), 0);
     assert_ptr_equal(m.slots, slots); /* no new table was needed */
     assert_int_equal(addrmap_count(&m), 5100);
     assert_int_equal(addrmap_check(&m), 0);
@@ -162,8 +159,7 @@ static void test_foreach_stops(void **state)
     (void)state;
     addrmap_t m;
     assert_int_equal(addrmap_init(&m, 16), 0);
-    for (uintptr_t k = 1; k <= 10; k++)
-        addrmap_put(&m, k, k);
+    for (uintptr_t k = 1; k <= 10; k++) addrmap_put(&m, k, k);
     int calls = 0;
     assert_int_equal(addrmap_foreach(&m, stop_cb, &calls), 9);
     assert_int_equal(calls, 3);

@@ -76,10 +76,8 @@ static void model_add(model_t *m, live_t e)
 {
     size_t i = model_lower(m, e.addr);
     size_t end = e.addr + pl_align_up(e.granted);
-    if (i < m->n)
-        assert_true(end <= m->v[i].addr); /* no overlap with the block above */
-    if (i > 0)
-        assert_true(m->v[i - 1].addr + pl_align_up(m->v[i - 1].granted) <= e.addr);
+    if (i < m->n) assert_true(end <= m->v[i].addr); /* no overlap with the block above */
+    if (i > 0) assert_true(m->v[i - 1].addr + pl_align_up(m->v[i - 1].granted) <= e.addr);
     if (m->n == m->cap) {
         m->cap = m->cap ? 2 * m->cap : 256;
         m->v = realloc(m->v, m->cap * sizeof *m->v);
@@ -111,8 +109,7 @@ static size_t usable_free(pool_t *p, size_t need)
     for (const pblock_t *b = p->large_first; b; b = b->phys_next) {
         int free_now = b->state == PB_FREE || (b->state == PB_PAGE && b->page->live == 0);
         run = free_now ? run + b->size : 0;
-        if (run > best)
-            best = run;
+        if (run > best) best = run;
         if (b->state == PB_PAGE && need <= PL_SLAB_MAX && b->page->live < b->page->nslots &&
             b->page->slot > best)
             best = b->page->slot;
@@ -124,19 +121,16 @@ static size_t pick_size(uint64_t *s, size_t usable)
 {
     static const size_t edge[] = {1, 63, 64, 65, MiB - 1, MiB, MiB + 1};
     unsigned r = (unsigned)(rng_next(s) % 100);
-    if (r < 6)
-        return edge[rng_next(s) % (sizeof edge / sizeof edge[0])];
+    if (r < 6) return edge[rng_next(s) % (sizeof edge / sizeof edge[0])];
     if (r < 12) { /* a slab class's first or last size */
         unsigned c = (unsigned)(rng_next(s) % PL_NCLASSES);
         size_t v = rng_next(s) & 1 ? pl_class_geom[c].slot
-                 : c == 0            ? 1
-                                     : pl_class_geom[c - 1].slot + 1;
+                   : c == 0        ? 1
+                                   : pl_class_geom[c - 1].slot + 1;
         return v > usable ? usable : v;
     }
-    if (r == 6)
-        return usable;
-    if (r == 7)
-        return usable + 1 + (size_t)(rng_next(s) % 100);
+    if (r == 6) return usable;
+    if (r == 7) return usable + 1 + (size_t)(rng_next(s) % 100);
     double x = exp(rng_unit(s) * log((double)usable));
     size_t v = (size_t)x;
     return v < 1 ? 1 : v > usable ? usable : v;
@@ -164,13 +158,12 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
         unsigned op = (unsigned)(rng_next(&s) % 100);
         if (op < 3) {
             /* invalid free: random address, in range (not a live start) or out of range */
-            uintptr_t a = op == 0 ? base + (uintptr_t)(rng_next(&s) % size)
-                        : op == 1 ? ubase + (uintptr_t)((rng_next(&s) % (usable / 64)) * 64)
-                                  : (rng_next(&s) & 1 ? base - 1 - rng_next(&s) % 4096
-                                                      : base + size + rng_next(&s) % 4096);
+            uintptr_t a = op == 0   ? base + (uintptr_t)(rng_next(&s) % size)
+                          : op == 1 ? ubase + (uintptr_t)((rng_next(&s) % (usable / 64)) * 64)
+                                    : (rng_next(&s) & 1 ? base - 1 - rng_next(&s) % 4096
+                                                        : base + size + rng_next(&s) % 4096);
             size_t i = model_lower(&m, a);
-            if (i < m.n && m.v[i].addr == a)
-                continue;
+            if (i < m.n && m.v[i].addr == a) continue;
             pool_stats_t before, after;
             pool_get_stats(p, &before);
             int rc = pool_free(p, a, NULL, NULL);

@@ -83,10 +83,10 @@ static void *worker_main(void *arg)
 }
 
 typedef struct reader {
-    pool_t *pool;    /* shared pool */
-    int bad_checks;  /* pool_check answers != 0 */
-    int bad_stats;   /* inconsistent stats snapshots */
-    long rounds;     /* snapshots taken */
+    pool_t *pool;   /* shared pool */
+    int bad_checks; /* pool_check answers != 0 */
+    int bad_stats;  /* inconsistent stats snapshots */
+    long rounds;    /* snapshots taken */
 } reader_t;
 
 static void *reader_main(void *arg)
@@ -98,10 +98,8 @@ static void *reader_main(void *arg)
         if (st.allocated_bytes + st.free_bytes + st.overhead_bytes != st.reserved_bytes ||
             st.largest_free_bytes > st.free_bytes || st.allocs < st.frees)
             r->bad_stats++;
-        if (r->rounds % 16 == 0 && pool_check(r->pool, NULL, 0) != 0)
-            r->bad_checks++;
-        if (!pool_contains(r->pool, st.base))
-            r->bad_stats++;
+        if (r->rounds % 16 == 0 && pool_check(r->pool, NULL, 0) != 0) r->bad_checks++;
+        if (!pool_contains(r->pool, st.base)) r->bad_stats++;
         r->rounds++;
     }
     return NULL;
@@ -135,15 +133,13 @@ static void test_threads(void **state)
         w[i].seed = 1000 + (uint64_t)i;
         assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
     }
-    for (int i = 0; i < NTHREADS; i++)
-        assert_int_equal(pthread_join(t[i], NULL), 0);
+    for (int i = 0; i < NTHREADS; i++) assert_int_equal(pthread_join(t[i], NULL), 0);
     __atomic_store_n(&stop_reader, 1, __ATOMIC_RELEASE);
     assert_int_equal(pthread_join(rt, NULL), 0);
 
     char why[256];
     int bad = pool_check(p, why, sizeof why);
-    if (bad)
-        print_error("pool_check: %s\n", why);
+    if (bad) print_error("pool_check: %s\n", why);
     assert_int_equal(bad, 0);
     assert_int_equal(rd.bad_checks, 0);
     assert_int_equal(rd.bad_stats, 0);
@@ -162,8 +158,7 @@ static void test_threads(void **state)
         enomem += w[i].enomem;
     }
     qsort(all, n, sizeof all[0], span_cmp);
-    for (size_t k = 1; k < n; k++)
-        assert_true(all[k - 1].addr + all[k - 1].len <= all[k].addr);
+    for (size_t k = 1; k < n; k++) assert_true(all[k - 1].addr + all[k - 1].len <= all[k].addr);
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_int_equal(st.live_blocks, n);
@@ -173,8 +168,7 @@ static void test_threads(void **state)
     assert_int_equal(st.failed_allocs, enomem);
     assert_true(allocs > NTHREADS * OPS / 4);
 
-    for (size_t k = 0; k < n; k++)
-        assert_int_equal(pool_free(p, all[k].addr, NULL, NULL), POOL_OK);
+    for (size_t k = 0; k < n; k++) assert_int_equal(pool_free(p, all[k].addr, NULL, NULL), POOL_OK);
     assert_int_equal(pool_check(p, why, sizeof why), 0);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 1);

@@ -95,7 +95,8 @@ static void check_frame0(const cJSON *leak, const char *function, int line)
     assert_non_null(rt_str(f0, "build_id"));
     assert_non_null(rt_str(f0, "file"));
     const char *file = rt_str(f0, "file");
-    assert_string_equal(file + strlen(file) - strlen("tests/unit/test_report.c"), "tests/unit/test_report.c");
+    assert_string_equal(file + strlen(file) - strlen("tests/unit/test_report.c"),
+                        "tests/unit/test_report.c");
     assert_int_equal((int)rt_num(f0, "line"), line);
 }
 
@@ -180,7 +181,8 @@ static void test_exit_report_names_the_leaks(void **state)
     const cJSON *d0 = cJSON_GetArrayItem(devs, 0);
     assert_int_equal((int)rt_num(d0, "device"), 0);
     assert_int_equal((long)rt_num(d0, "pool.reserved_bytes"), 64L << 20);
-    assert_int_equal((long)rt_num(d0, "pool.allocated_bytes"), 2 * ((1L << 20) + 32) + 3 * (1024 + 32));
+    assert_int_equal((long)rt_num(d0, "pool.allocated_bytes"),
+                     2 * ((1L << 20) + 32) + 3 * (1024 + 32));
     assert_int_equal((long)rt_num(d0, "pool.requested_bytes"), (2L << 20) + 3000);
     assert_int_equal((long)rt_num(d0, "pool.live_blocks"), 5);
     assert_true(rt_num(d0, "pool.peak_allocated_bytes") >= rt_num(d0, "pool.allocated_bytes"));
@@ -200,7 +202,8 @@ static void test_exit_report_names_the_leaks(void **state)
         int site = (int)cJSON_GetArrayItem(e, 2)->valuedouble;
         assert_true(site == 0 || site == 1);
         per_site[site]++;
-        assert_int_equal((long)cJSON_GetArrayItem(e, 1)->valuedouble, site == 0 ? (1L << 20) + 32 : 1024 + 32);
+        assert_int_equal((long)cJSON_GetArrayItem(e, 1)->valuedouble,
+                         site == 0 ? (1L << 20) + 32 : 1024 + 32);
     }
     assert_int_equal(per_site[0], 2);
     assert_int_equal(per_site[1], 3);
@@ -303,8 +306,8 @@ __attribute__((noipa)) static int ask_for_two_gib(void)
     if (a) return 0;
     pool_stats_t st;
     pool_get_stats(rt_pool[0], &st);
-    report_oom_info_t info = {(size_t)2 << 30, 0, "aclrtMalloc", st.free_bytes, st.largest_free_bytes, sid,
-                              ((size_t)2 << 30) + 32};
+    report_oom_info_t info = {(size_t)2 << 30,       0,   "aclrtMalloc",         st.free_bytes,
+                              st.largest_free_bytes, sid, ((size_t)2 << 30) + 32};
     report_oom(&info);
     return 207001;
 }
@@ -439,7 +442,8 @@ static void test_symbols_off(void **state)
     leak_small();
     assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
     cJSON *doc = rt_last_report();
-    const cJSON *f0 = cJSON_GetArrayItem(rt_get(cJSON_GetArrayItem(rt_get(doc, "leaks"), 0), "frames"), 0);
+    const cJSON *f0 =
+        cJSON_GetArrayItem(rt_get(cJSON_GetArrayItem(rt_get(doc, "leaks"), 0), "frames"), 0);
     assert_true(cJSON_IsNull(rt_get(f0, "function")));
     assert_true(cJSON_IsNull(rt_get(f0, "file")));
     assert_non_null(rt_str(f0, "module"));

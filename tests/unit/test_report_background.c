@@ -18,7 +18,8 @@
 static void sleep_ms(int ms)
 {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0) {}
+    while (nanosleep(&ts, &ts) != 0) {
+    }
 }
 
 static void reset_all(void)
@@ -67,9 +68,9 @@ static int wait_written(uint64_t at_least, int timeout_ms)
 static _Atomic int stop_workers;
 
 typedef struct worker {
-    int id;          /* worker number */
-    long ops;        /* alloc/free pairs done */
-    long errors;     /* allocations refused or frees unknown */
+    int id;      /* worker number */
+    long ops;    /* alloc/free pairs done */
+    long errors; /* allocations refused or frees unknown */
 } worker_t;
 
 __attribute__((noipa)) static uintptr_t busy_alloc(int id)
@@ -266,7 +267,7 @@ static void test_threshold_crossings(void **state)
     uint64_t before = written();
     size_t G = (size_t)1 << 30;
     report_usage_changed(1, G / 2, G); /* below: nothing */
-    sleep_ms(1100);                     /* one growth sample a second at most */
+    sleep_ms(1100);                    /* one growth sample a second at most */
     rt_stderr_begin();
     report_usage_changed(1, (size_t)(0.86 * (double)G), G);
     report_usage_changed(1, (size_t)(0.87 * (double)G), G); /* same level: nothing more */

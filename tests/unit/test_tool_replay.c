@@ -17,12 +17,19 @@
 
 #define HDR "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n"
 
-static void load(const char *text, trace_t *t) { assert_int_equal(trace_parse("mem", text, strlen(text), t, 0), 0); }
+static void load(const char *text, trace_t *t)
+{
+    assert_int_equal(trace_parse("mem", text, strlen(text), t, 0), 0);
+}
 
 static replay_opts_t opts(uint64_t pool, int fallback)
 {
-    replay_opts_t o = { .alloc = &replay_pool_allocator, .pool_bytes = pool, .fallback = fallback,
-                        .rounding = REPLAY_ROUND_NONE, .only_device = -1, .check_every_op = 1 };
+    replay_opts_t o = {.alloc = &replay_pool_allocator,
+                       .pool_bytes = pool,
+                       .fallback = fallback,
+                       .rounding = REPLAY_ROUND_NONE,
+                       .only_device = -1,
+                       .check_every_op = 1};
     return o;
 }
 
@@ -127,11 +134,13 @@ static void test_rmm_failures_and_devices(void **state)
     replay_opts_t o = opts(16384, 0);
     assert_int_equal(replay_run(&t, &o, &r), 0);
     assert_int_equal(r.dev[0].source_failures, 2);
-    assert_int_equal(r.dev[0].failures_served, 1); /* 8 KiB fits next to 4 KiB in 16 KiB; 64 KiB not */
+    assert_int_equal(r.dev[0].failures_served,
+                     1); /* 8 KiB fits next to 4 KiB in 16 KiB; 64 KiB not */
     assert_int_equal(r.dev[0].peak_requested, 4096);
     trace_release(&t);
 
-    load(HDR "1,1,alloc,0x1,1000,0\n1,2,alloc,0x1,3000,1\n1,3,alloc,0x2,3000,1\n1,4,free,0x1,,1\n", &t);
+    load(HDR "1,1,alloc,0x1,1000,0\n1,2,alloc,0x1,3000,1\n1,3,alloc,0x2,3000,1\n1,4,free,0x1,,1\n",
+         &t);
     o = opts(8192, 0);
     assert_int_equal(replay_run(&t, &o, &r), 0);
     assert_int_equal(r.ndevices, 2);
@@ -161,7 +170,8 @@ static void test_checked_random(void **state)
                                   (unsigned long long)((s >> 40) % (1 << 20) + 1));
         } else {
             size_t k = (size_t)((s >> 20) % nl);
-            n += (size_t)snprintf(buf + n, cap - n, "1,%d,free,0x%llx,,0\n", i, (unsigned long long)live[k] * 256);
+            n += (size_t)snprintf(buf + n, cap - n, "1,%d,free,0x%llx,,0\n", i,
+                                  (unsigned long long)live[k] * 256);
             live[k] = live[--nl];
         }
     }

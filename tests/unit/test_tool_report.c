@@ -16,18 +16,25 @@
 #include "../../tools/report.h"
 #include "../../tools/tools.h"
 
-#define POOL "\"pool\":{\"reserved_bytes\":1024,\"allocated_bytes\":256,\"free_bytes\":768,\"largest_free_bytes\":512," \
-             "\"fragmentation\":0.3333333333,\"base\":\"0x7f0000000000\"}"
-#define GOOD                                                                                                      \
-    "{\"schema\":\"npupool-report/1\",\"trigger\":\"exit\",\"process\":{\"pid\":12,\"exe\":\"/bin/x\","          \
-    "\"cmdline\":[\"/bin/x\",\"-v\"],\"uptime_s\":2.5},\"devices\":[{\"device\":0," POOL ","                     \
-    "\"buckets\":[{\"min_bytes\":0,\"max_bytes\":1024,\"live_blocks\":1,\"live_bytes\":256,\"free_blocks\":2," \
-    "\"free_bytes\":768},{\"min_bytes\":1025,\"max_bytes\":null}],"                                            \
-    "\"free_map\":[[256,256],[512,512]],\"free_map_omitted\":0,\"counters\":{\"allocs\":3,\"frees\":2}},"      \
-    "{\"device\":1,\"pool\":null}],"                                                                          \
-    "\"leaks\":[{\"device\":0,\"count\":1,\"bytes\":200,\"granted_bytes\":256,\"stack_id\":7,"                 \
-    "\"growth\":{\"count\":-1,\"bytes\":-100},\"frames\":[{\"function\":null,\"module\":\"/bin/x\","            \
-    "\"offset\":4660,\"file\":null,\"line\":null,\"build_id\":\"ab\"},{\"function\":\"main\",\"line\":9}]}]}"
+#define POOL                                                                                       \
+    "\"pool\":{\"reserved_bytes\":1024,\"allocated_bytes\":256,\"free_bytes\":768,\"largest_free_" \
+    "bytes\":512,"                                                                                 \
+    "\"fragmentation\":0.3333333333,\"base\":\"0x7f0000000000\"}"
+#define GOOD                                                                                     \
+    "{\"schema\":\"npupool-report/1\",\"trigger\":\"exit\",\"process\":{\"pid\":12,\"exe\":\"/"  \
+    "bin/x\","                                                                                   \
+    "\"cmdline\":[\"/bin/x\",\"-v\"],\"uptime_s\":2.5},\"devices\":[{\"device\":0," POOL ","     \
+    "\"buckets\":[{\"min_bytes\":0,\"max_bytes\":1024,\"live_blocks\":1,\"live_bytes\":256,"     \
+    "\"free_blocks\":2,"                                                                         \
+    "\"free_bytes\":768},{\"min_bytes\":1025,\"max_bytes\":null}],"                              \
+    "\"free_map\":[[256,256],[512,512]],\"free_map_omitted\":0,\"counters\":{\"allocs\":3,"      \
+    "\"frees\":2}},"                                                                             \
+    "{\"device\":1,\"pool\":null}],"                                                             \
+    "\"leaks\":[{\"device\":0,\"count\":1,\"bytes\":200,\"granted_bytes\":256,\"stack_id\":7,"   \
+    "\"growth\":{\"count\":-1,\"bytes\":-100},\"frames\":[{\"function\":null,\"module\":\"/bin/" \
+    "x\","                                                                                       \
+    "\"offset\":4660,\"file\":null,\"line\":null,\"build_id\":\"ab\"},{\"function\":\"main\","   \
+    "\"line\":9}]}]}"
 
 static int parse(const char *s, report_t *r) { return report_parse("mem", s, strlen(s), r, 1); }
 
@@ -77,10 +84,10 @@ static void expect_bad(const char *from, const char *to)
 static void test_bad(void **state)
 {
     (void)state;
-    expect_bad("npupool-report/1", "npupool-report/2");     /* other schema version */
-    expect_bad("\"schema\":\"npupool-report/1\",", "");       /* no schema */
-    expect_bad("\"trigger\":\"exit\",", "");                 /* missing required */
-    expect_bad("\"pid\":12", "\"pid\":\"12\"");              /* wrong type */
+    expect_bad("npupool-report/1", "npupool-report/2"); /* other schema version */
+    expect_bad("\"schema\":\"npupool-report/1\",", ""); /* no schema */
+    expect_bad("\"trigger\":\"exit\",", "");            /* missing required */
+    expect_bad("\"pid\":12", "\"pid\":\"12\"");         /* wrong type */
     expect_bad("\"reserved_bytes\":1024", "\"reserved_bytes\":-1");
     expect_bad("\"reserved_bytes\":1024", "\"reserved_bytes\":1.5");
     expect_bad("\"fragmentation\":0.3333333333", "\"fragmentation\":1.5");
@@ -97,15 +104,16 @@ static void test_bad(void **state)
     report_t r;
     assert_int_equal(parse("", &r), 2);
     assert_int_equal(parse("[1,2]", &r), 2);
-    assert_int_equal(parse("{\"schema\":", &r), 2);     /* truncated */
-    assert_int_equal(parse(GOOD " x", &r), 2);          /* trailing data */
-    assert_int_equal(parse("{\"a\":tru}", &r), 2);      /* syntax */
+    assert_int_equal(parse("{\"schema\":", &r), 2); /* truncated */
+    assert_int_equal(parse(GOOD " x", &r), 2);      /* trailing data */
+    assert_int_equal(parse("{\"a\":tru}", &r), 2);  /* syntax */
     char deep[5000];
     memset(deep, '[', sizeof deep - 1);
     deep[sizeof deep - 1] = '\0';
     assert_int_equal(parse(deep, &r), 2); /* nesting limit, not a stack overflow */
     /* A truncated copy of GOOD at every length fails cleanly. */
-    for (size_t n = 1; n < strlen(GOOD); n += 7) assert_int_equal(report_parse("mem", GOOD, n, &r, 1), 2);
+    for (size_t n = 1; n < strlen(GOOD); n += 7)
+        assert_int_equal(report_parse("mem", GOOD, n, &r, 1), 2);
 }
 
 static void test_units(void **state)

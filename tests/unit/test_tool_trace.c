@@ -53,7 +53,10 @@ static void in_child(void (*fn)(void))
     assert_int_equal(WEXITSTATUS(st), 0);
 }
 
-static void path_of(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", dir, name); }
+static void path_of(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap, "%s/%s", dir, name);
+}
 
 /* ---- round trip --------------------------------------------------------------------------- */
 
@@ -147,7 +150,8 @@ static void child_fork(void)
     setenv("NPUPOOL_TRACE", tmpl, 1);
     pthread_atfork(trace_atfork_prepare, trace_atfork_parent, trace_atfork_child);
     if (trace_open_from_env() != 1) _exit(10);
-    for (uintptr_t i = 0; i < 10; i++) trace_alloc(0, 0x10000 + i * 64, 64); /* buffered, unwritten */
+    for (uintptr_t i = 0; i < 10; i++)
+        trace_alloc(0, 0x10000 + i * 64, 64); /* buffered, unwritten */
     pid_t kid = fork();
     if (kid == 0) {
         trace_alloc(0, 0x90000, 128);
@@ -244,17 +248,21 @@ static void test_off_and_bad_path(void **state)
 
 /* ---- reader ------------------------------------------------------------------------------- */
 
-static int parse(const char *text, trace_t *t) { return trace_parse("mem", text, strlen(text), t, 1); }
+static int parse(const char *text, trace_t *t)
+{
+    return trace_parse("mem", text, strlen(text), t, 1);
+}
 
 static void test_reader_rmm(void **state)
 {
     (void)state;
-    const char *csv = "Thread,Time,Action,Pointer,Size,Stream\n"
-                      "140573312345856,07:49:44.519342,allocate,0x7f8a40000000,1024,0x0\n"
-                      "140573312345856,07:49:44.519400,allocate failure,0x0,99999999,0x0\n"
-                      "140573312345856,07:49:44.519500,allocate,0x7f8a40000400,2048,0x7f8a38001020\n"
-                      "140573312345856,07:49:44.519600,free,0x7f8a40000000,1024,0x0\n"
-                      "140573312345856,1634567890.345678,deallocate,0x7f8a40000400,2048,0x0\r\n";
+    const char *csv =
+        "Thread,Time,Action,Pointer,Size,Stream\n"
+        "140573312345856,07:49:44.519342,allocate,0x7f8a40000000,1024,0x0\n"
+        "140573312345856,07:49:44.519400,allocate failure,0x0,99999999,0x0\n"
+        "140573312345856,07:49:44.519500,allocate,0x7f8a40000400,2048,0x7f8a38001020\n"
+        "140573312345856,07:49:44.519600,free,0x7f8a40000000,1024,0x0\n"
+        "140573312345856,1634567890.345678,deallocate,0x7f8a40000400,2048,0x0\r\n";
     trace_t t;
     assert_int_equal(parse(csv, &t), 0);
     assert_int_equal(t.format, TRC_FMT_RMM);
@@ -280,8 +288,12 @@ static void test_reader_errors(void **state)
         "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,grab,0x10,5,0\n",
         "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,alloc,zz,5,0\n",
         "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,alloc,0x10,-5,0\n",
-        "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,alloc,0x10,99999999999999999999999,0\n",
-        "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,alloc,0x10,5,0\n1,3,alloc,0x10,6,0\n",
+        "# "
+        "npupool-trace/"
+        "1\nthread,time_ns,action,pointer,size,device\n1,2,alloc,0x10,99999999999999999999999,0\n",
+        "# "
+        "npupool-trace/"
+        "1\nthread,time_ns,action,pointer,size,device\n1,2,alloc,0x10,5,0\n1,3,alloc,0x10,6,0\n",
         "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,alloc,0x0,5,0\n",
         "Thread,Time,Action,Pointer,Size,Stream\n1,00:00:01.0,allocate,0x10,abc,0x0\n",
         "Thread,Time,Action,Pointer,Size,Stream\n1,,allocate,0x10,5,0x0\n",
@@ -293,7 +305,8 @@ static void test_reader_errors(void **state)
     }
     /* NUL bytes */
     trace_t t;
-    static const char nul[] = "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,al\0loc,0x10,5,0\n";
+    static const char nul[] =
+        "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,al\0loc,0x10,5,0\n";
     assert_int_equal(trace_parse("mem", nul, sizeof nul - 1, &t, 1), 2);
 }
 
@@ -316,10 +329,14 @@ static void test_reader_lenient(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),       cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_fork),            cmocka_unit_test(test_fork_no_pid),
-        cmocka_unit_test(test_off_and_bad_path), cmocka_unit_test(test_reader_rmm),
-        cmocka_unit_test(test_reader_errors),   cmocka_unit_test(test_reader_lenient),
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_fork),
+        cmocka_unit_test(test_fork_no_pid),
+        cmocka_unit_test(test_off_and_bad_path),
+        cmocka_unit_test(test_reader_rmm),
+        cmocka_unit_test(test_reader_errors),
+        cmocka_unit_test(test_reader_lenient),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
