@@ -31,7 +31,7 @@ $(LEDGER_LIB): $(LEDGER_OBJS)
 ALL_TARGETS += $(LEDGER_LIB)
 
 # ---- unit tests: the archive + the pool + the shim's log sink (no shim, no runtime) -------------
-LEDGER_TEST_LIBS := $(LEDGER_LIB) $(POOL_LIB) $(BUILD)/obj/shim/log.o
+LEDGER_TEST_LIBS := $(LEDGER_LIB) $(POOL_LIB)
 LEDGER_TEST_NAMES := test_ledger test_ledger_dlopen test_report test_report_background
 LEDGER_TEST_BINS := $(LEDGER_TEST_NAMES:%=$(BUILD)/tests/unit/%)
 

@@ -2,18 +2,22 @@
 #   $(BUILD)/libnpupool_pool.a       linked into the preload library and the CLI
 #   $(BUILD)/tests/unit/test_pool*   unit tests (run by tests/run.sh)
 
-POOL_SRCS := pool/pool.c pool/tlsf.c pool/desc.c pool/slab.c pool/addrmap.c pool/pool_stats.c pool/pool_check.c
+POOL_SRCS := $(wildcard pool/*.c)
 POOL_OBJS := $(POOL_SRCS:%.c=$(BUILD)/obj/%.o)
-POOL_LIB  := $(BUILD)/libnpupool_pool.a
+POOL_LIB  := $(BUILD)/libnpupool_pool.a $(BASE_LIB)
+POOL_INC  := $(BASE_INC) -Ipool
 
-$(POOL_LIB): $(POOL_OBJS)
+$(BUILD)/obj/pool/%.o: INC := $(POOL_INC)
+
+$(BUILD)/libnpupool_pool.a: $(POOL_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-ALL_TARGETS += $(POOL_LIB)
+ALL_TARGETS += $(BUILD)/libnpupool_pool.a
 
-POOL_TEST_NAMES := test_pool test_pool_random test_pool_threads test_pool_addrmap
+POOL_TEST_NAMES := $(notdir $(basename $(wildcard tests/unit/test_pool*.c)))
+$(POOL_TEST_NAMES:%=$(BUILD)/obj/tests/unit/%.o): INC := $(POOL_INC)
 POOL_TEST_BINS  := $(POOL_TEST_NAMES:%=$(BUILD)/tests/unit/%)
 
 $(POOL_TEST_BINS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(POOL_LIB)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "fmt.h"
 #include "log.h"
 #include "options.h"
 #include "real.h"
@@ -128,7 +129,7 @@ static pool_t *build_pool(shim_device_t *d, int device, reservation_t *res)
         return NULL;
     }
     char human[32];
-    log_format_bytes(human, sizeof human, res->bytes + 32);
+    fmt_bytes(human, res->bytes + 32);
     log_info("device %d: pool of %s reserved at %p", device, human, res->base);
     return pool;
 }

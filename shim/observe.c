@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "ledger.h"
+#include "fmt.h"
 #include "log.h"
 #include "options.h"
 #include "report.h"
@@ -94,7 +95,7 @@ void observe_oom(enum shim_entry e, int device, size_t requested, size_t granted
                  uint32_t stack)
 {
     char want[32], free_s[32], largest_s[32];
-    log_format_bytes(want, sizeof want, granted);
+    fmt_bytes(want, granted);
     pool_stats_t st = {0};
     if (pool) pool_get_stats(pool, &st);
     if (!pool) {
@@ -102,8 +103,8 @@ void observe_oom(enum shim_entry e, int device, size_t requested, size_t granted
                  shim_entry_name(e), requested, device, 207001,
                  npupool_opt.fallback ? " and the runtime refused too" : "");
     } else {
-        log_format_bytes(free_s, sizeof free_s, st.free_bytes);
-        log_format_bytes(largest_s, sizeof largest_s, st.largest_free_bytes);
+        fmt_bytes(free_s, st.free_bytes);
+        fmt_bytes(largest_s, st.largest_free_bytes);
         log_warn(
             "%s(%zu bytes) on device %d refused with %d (%s): needs %s (%zu B), pool has %s free, "
             "largest free block %s (%zu B)%s",

@@ -265,7 +265,7 @@ static void options_parse_all(void)
             log_warn("%s=\"%s\" is not valid (%s); keeping the default %s", row->name, text,
                      row->help, row->fallback[0] ? row->fallback : "(empty)");
         }
-        if (row->field == &npupool_opt.log_level) log_threshold = npupool_opt.log_level;
+        if (row->field == &npupool_opt.log_level) log_set_level(npupool_opt.log_level);
     }
     if (npupool_opt.critical_ratio > 0 && npupool_opt.critical_ratio < npupool_opt.warn_ratio) {
         log_warn(

@@ -49,7 +49,7 @@ traces: $(TRACE_GEN)
 TOOL_TEST_BINS := $(BUILD)/tests/unit/test_tool_trace $(BUILD)/tests/unit/test_tool_replay \
                   $(BUILD)/tests/unit/test_tool_report
 $(BUILD)/tests/unit/test_tool_trace: $(BUILD)/obj/tests/unit/test_tool_trace.o $(BUILD)/obj/shim/trace.o \
-                                     $(BUILD)/obj/shim/log.o $(TOOLS_LIB_OBJS) $(POOL_LIB)
+                                     $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(TOOLS_LDLIBS)
 $(BUILD)/tests/unit/test_tool_replay $(BUILD)/tests/unit/test_tool_report: $(BUILD)/tests/unit/%: \

@@ -1,4 +1,4 @@
-/* pool/addrmap.c — open-addressing address → u64 map (see addrmap.h for the contract).
+/* base/addrmap.c — open-addressing address → u64 map (see addrmap.h for the contract).
  *
  * Algorithm: linear probing over a power-of-two table; the home slot is the top bits of
  * key * 2^64/phi (Fibonacci hashing), so 64-byte aligned keys still spread over every slot.

@@ -1,4 +1,4 @@
-/* pool/addrmap.h — open-addressing hash map from an address (uintptr_t) to a 64-bit value.
+/* base/addrmap.h — open-addressing hash map from an address (uintptr_t) to a 64-bit value.
  *
  * Owns: a generic "live address" table.  The pool keys it by block start address (value = the
  * host block descriptor); the shim reuses it to remember allocations it forwarded to the real
