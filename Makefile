@@ -31,7 +31,7 @@ CFLAGS  := $(OPT) -g -std=gnu11 -Wall -Wextra -fPIC -pthread $(SANFLAGS) $(EXTRA
 # a file can include only the headers of the layers below it (docs/architecture.md).
 INC     :=
 # TRANSITIONAL (removed when every fragment sets its own): everything else sees every folder.
-$(BUILD)/obj/%.o: INC := -Iinclude -Ibase -Ipool -Ishim -Iledger -Itools -Ibench
+$(BUILD)/obj/%.o: INC := -Iinclude -Ibase -Ipool -Ishim -Iledger -Ireport -Itools -Ibench
 LDFLAGS := -pthread $(SANFLAGS) $(EXTRA_LDFLAGS)
 
 ALL_TARGETS   :=
@@ -56,7 +56,7 @@ $(BUILD)/obj/%.o: %.cc | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) $(filter-out -std=gnu11,$(CFLAGS)) $(INC) -std=gnu++17 -MMD -MP -c $< -o $@
 
-include $(wildcard base/base.mk pool/pool.mk tests/fakeacl/fakeacl.mk ledger/ledger.mk shim/shim.mk tools/tools.mk examples/examples.mk tests/tests.mk bench/bench.mk)
+include $(wildcard base/base.mk pool/pool.mk tests/fakeacl/fakeacl.mk ledger/ledger.mk report/report.mk shim/shim.mk tools/tools.mk examples/examples.mk tests/tests.mk bench/bench.mk)
 
 all: $(ALL_TARGETS)
 

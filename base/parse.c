@@ -46,43 +46,31 @@ int parse_bytes(const char *s, uint64_t *out)
         return 0;
     }
     const char *num_end = s;
-    while (*num_end && strchr("0123456789.", *num_end)) num_end++;
+    int fraction = 0;
+    while (*num_end && strchr("0123456789.", *num_end)) fraction |= *num_end++ == '.';
     if (num_end == s) return -1;
     char num[64];
     if ((size_t)(num_end - s) >= sizeof num) return -1;
     memcpy(num, s, (size_t)(num_end - s));
     num[num_end - s] = 0;
-    double d;
-    if (parse_double(num, &d) != 0 || d < 0) return -1;
-    double mul = 1;
+    unsigned shift = 0;
     const char *u = num_end;
-    switch (*u) {
-    case 'k':
-    case 'K':
-        mul = 1024.0;
+    if (*u && strchr("kKmMgGtT", *u)) {
+        shift = (unsigned)(strchr("kmgt", *u | 32) - "kmgt" + 1) * 10;
         u++;
-        break;
-    case 'm':
-    case 'M':
-        mul = 1048576.0;
-        u++;
-        break;
-    case 'g':
-    case 'G':
-        mul = 1073741824.0;
-        u++;
-        break;
-    case 't':
-    case 'T':
-        mul = 1099511627776.0;
-        u++;
-        break;
-    default: break;
+        if (*u == 'i' || *u == 'I') u++;
     }
-    if (mul > 1 && (*u == 'i' || *u == 'I')) u++;
     if (*u == 'b' || *u == 'B') u++;
     if (*u) return -1;
-    d *= mul;
+    if (!fraction) { /* exact: every integer up to 2^64 - 1 */
+        uint64_t v;
+        if (parse_u64(num, &v) != 0 || (shift && v > UINT64_MAX >> shift)) return -1;
+        *out = v << shift;
+        return 0;
+    }
+    double d;
+    if (parse_double(num, &d) != 0 || d < 0) return -1;
+    d *= (double)((uint64_t)1 << shift);
     if (d >= 18446744073709551616.0 || d != floor(d)) return -1;
     *out = (uint64_t)d;
     return 0;

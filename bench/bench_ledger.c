@@ -84,11 +84,11 @@ static uintptr_t do_alloc(pair_bench_t *b, size_t size)
         return a;
     }
     default: {
-        uint32_t sid = ledger_capture_stack(0); /* before any lock, as the shim does */
+        uint32_t sid = ledger_stack_capture(0); /* before any lock, as the shim does */
         size_t granted = ((size + 31) & ~(size_t)31) + 32;
         uintptr_t a = 0;
         if (pool_alloc(b->pool, size, granted, &a) == POOL_OK)
-            ledger_record_alloc(a, 0, size, granted, LEDGER_MALLOC, LEDGER_FROM_POOL, sid);
+            ledger_record_alloc(a, 0, size, granted, VOCAB_MALLOC, VOCAB_FROM_POOL, sid);
         return a;
     }
     }
@@ -181,7 +181,7 @@ static void run_variant(const char *name, enum variant v, int depth, size_t time
     seq_pos = 0;
     for (size_t i = 0; i < LIVE * 64; i++) b.sizes[i] = log_uniform(512, 1u << 20);
     if (v != V_GLIBC) b.pool = pool_create((uintptr_t)1 << 40, (size_t)64 << 30);
-    ledger_init(depth);
+    ledger_init(&(ledger_config_t){.backtrace_depth = depth});
     ledger_clear();
     /* timer overhead */
     uint64_t *e = malloc(100000 * sizeof *e);
@@ -229,11 +229,11 @@ typedef struct big_ctx {
 static void alloc_many(void *arg)
 {
     big_ctx_t *c = arg;
-    uint32_t sid = ledger_capture_stack(0);
+    uint32_t sid = ledger_stack_capture(0);
     for (size_t i = 0; i < c->per_stack; i++) {
         uintptr_t a;
         if (pool_alloc(c->pool, 256, 320, &a) != POOL_OK) return;
-        ledger_record_alloc(a, 0, 256, 320, LEDGER_MALLOC, LEDGER_FROM_POOL, sid);
+        ledger_record_alloc(a, 0, 256, 320, VOCAB_MALLOC, VOCAB_FROM_POOL, sid);
         c->made++;
     }
 }
@@ -250,7 +250,7 @@ static void for_each_device(void *ctx,
 static void report_bench(void)
 {
     enum { STACKS = 10000, LIVE = 1000000 };
-    ledger_init(16);
+    ledger_init(&(ledger_config_t){.backtrace_depth = 16});
     ledger_clear();
     bench_pool = pool_create((uintptr_t)1 << 40, (size_t)1 << 30);
     big_ctx_t c = {bench_pool, LIVE / STACKS, 0};
@@ -278,7 +278,7 @@ static void report_bench(void)
         uint64_t best = UINT64_MAX, first = 0;
         for (int rep = 0; rep < 3; rep++) {
             uint64_t r0 = now_ns();
-            if (report_write(REPORT_SIGNAL, -1) != 0) {
+            if (report_write(WIRE_TRIGGER_SIGNAL, -1) != 0) {
                 printf("  report failed\n");
                 return;
             }

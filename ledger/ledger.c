@@ -20,6 +20,7 @@
  * atomic.  No lock is held while calling out of this file (except libc malloc/free).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -29,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ledger.h"
 #include "ledger_internal.h"
-#include "pool.h"
 
 #define REC_CHUNK 1024u /* records per slab chunk (48 KiB) */
 #define INDEX_MIN 256u  /* initial index slots of a shard */
@@ -40,14 +41,13 @@
 typedef struct rec {
     uintptr_t addr;          /* device address; 0 = free record */
     uint64_t requested : 48; /* bytes asked for (saturated at 2^48-1) */
-    uint64_t device : 16;    /* device id; 0xffff = unknown */
+    int64_t device : 16;     /* device id, -1 = unknown (vocab.h) */
     uint64_t granted : 48;   /* bytes that belong to the block (saturated) */
-    uint64_t entry : 4;      /* enum ledger_entry */
-    uint64_t origin : 2;     /* enum ledger_origin */
-    uint64_t size_class : 4; /* pool_bucket_of(granted) */
-    uint64_t unused : 6;     /* zero */
+    uint64_t entry : 4;      /* enum vocab_entry */
+    uint64_t origin : 2;     /* enum vocab_origin */
+    uint64_t unused : 10;    /* zero */
     uint64_t seq;            /* live: sequence number; free: next free record number + 1 */
-    uint64_t time_ns;        /* CLOCK_MONOTONIC_COARSE at allocation, ns */
+    uint64_t time_ns;        /* clock_coarse_ns() at allocation */
     uint32_t stack_id;       /* interned stack, 0 = none */
     uint32_t tid;            /* kernel thread id of the allocating thread */
 } rec_t;
@@ -93,13 +93,6 @@ static uint32_t home_of(const shard_t *s, uint64_t h) { return (uint32_t)(h >> 8
 static rec_t *rec_at(const shard_t *s, uint32_t n)
 {
     return &s->chunks[n / REC_CHUNK][n % REC_CHUNK];
-}
-
-uint64_t ledger_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint32_t my_tid(void)
@@ -202,15 +195,14 @@ static void rec_release(shard_t *s, uint32_t n)
 }
 
 void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
-                         enum ledger_entry entry, enum ledger_origin origin, uint32_t stack_id)
+                         enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id)
 {
     pthread_once(&shards_once, shards_init);
     if (addr == 0) return;
     uint64_t h = addr_hash(addr);
     uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
-    uint64_t now = ledger_now_ns();
+    uint64_t now = clock_coarse_ns();
     uint32_t tid = my_tid();
-    int cls = pool_bucket_of(granted);
     shard_t *s = shard_of(h);
 
     pthread_mutex_lock(&s->lock);
@@ -229,11 +221,10 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
     if (r) {
         r->addr = addr;
         r->requested = requested > SIZE_MAX48 ? SIZE_MAX48 : requested;
-        r->device = device < 0 || device > 0xfffe ? 0xffff : (unsigned)device;
+        r->device = vocab_device(device);
         r->granted = granted > SIZE_MAX48 ? SIZE_MAX48 : granted;
         r->entry = (unsigned)entry & 15u;
         r->origin = (unsigned)origin & 3u;
-        r->size_class = (unsigned)cls & 15u;
         r->unused = 0;
         r->seq = seq;
         r->time_ns = now;
@@ -262,7 +253,7 @@ int ledger_record_free(uintptr_t addr)
     return found;
 }
 
-static int rec_device(const rec_t *r) { return r->device == 0xffff ? -1 : (int)r->device; }
+static int rec_device(const rec_t *r) { return (int)r->device; }
 
 void ledger_drop_device(int device)
 {
@@ -306,14 +297,23 @@ size_t ledger_live_count(int device)
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
         pthread_mutex_lock(&s->lock);
-        if (device < 0) {
-            total += s->live;
-        } else {
-            for (uint32_t n = 0; n < s->carved; n++) {
-                const rec_t *r = rec_at(s, n);
-                if (r->addr && rec_device(r) == device) total++;
-            }
+        for (uint32_t n = 0; n < s->carved; n++) {
+            const rec_t *r = rec_at(s, n);
+            if (r->addr && rec_device(r) == device) total++;
         }
+        pthread_mutex_unlock(&s->lock);
+    }
+    return total;
+}
+
+size_t ledger_live_total(void)
+{
+    pthread_once(&shards_once, shards_init);
+    size_t total = 0;
+    for (int k = 0; k < LEDGER_SHARDS; k++) {
+        shard_t *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        total += s->live;
         pthread_mutex_unlock(&s->lock);
     }
     return total;
@@ -343,13 +343,12 @@ static void rec_export(const rec_t *r, ledger_record_t *out)
     out->device = rec_device(r);
     out->requested = (size_t)r->requested;
     out->granted = (size_t)r->granted;
-    out->size_class = (int)r->size_class;
     out->seq = r->seq;
     out->tid = r->tid;
     out->time_ns = r->time_ns;
     out->stack_id = r->stack_id;
-    out->entry = (enum ledger_entry)r->entry;
-    out->origin = (enum ledger_origin)r->origin;
+    out->entry = (enum vocab_entry)r->entry;
+    out->origin = (enum vocab_origin)r->origin;
 }
 
 int ledger_lookup(uintptr_t addr, ledger_record_t *out)
@@ -442,7 +441,7 @@ size_t ledger_collect_sites(ledger_site_t **out)
             site->count++;
             site->requested_bytes += r->requested;
             site->granted_bytes += r->granted;
-            site->by_origin[r->origin < LEDGER_ORIGIN_COUNT ? r->origin : 0]++;
+            site->by_origin[r->origin < VOCAB_ORIGIN_COUNT ? r->origin : 0]++;
             if (r->seq < site->oldest_seq) {
                 site->oldest_seq = r->seq;
                 site->oldest_time_ns = r->time_ns;
@@ -537,37 +536,41 @@ int ledger_check(char *why, size_t why_len)
     return bad + sbad;
 }
 
-void ledger_atfork_prepare(void)
+void ledger_fork_lock(void)
 {
     pthread_once(&shards_once, shards_init);
-    ledger_stack_atfork_prepare();
+    ledger_stack_fork_lock();
     for (int k = 0; k < LEDGER_SHARDS; k++) pthread_mutex_lock(&shards[k].lock);
 }
 
-void ledger_atfork_parent(void)
+void ledger_fork_unlock(void)
 {
     for (int k = LEDGER_SHARDS - 1; k >= 0; k--) pthread_mutex_unlock(&shards[k].lock);
-    ledger_stack_atfork_parent();
+    ledger_stack_fork_unlock();
 }
 
-void ledger_atfork_child(void)
+void ledger_fork_reinit(void)
 {
     for (int k = 0; k < LEDGER_SHARDS; k++) pthread_mutex_init(&shards[k].lock, NULL);
-    ledger_stack_atfork_child();
+    ledger_stack_fork_reinit();
     t_tid = 0; /* the child is a new thread id */
 }
 
-const char *ledger_entry_name(enum ledger_entry entry)
+/* ---- configuration ------------------------------------------------------------------------- */
+
+static _Atomic(ledger_dlsym_fn) g_dlsym;
+
+static void *plain_dlsym(void *handle, const char *name) { return dlsym(handle, name); }
+
+ledger_dlsym_fn ledger_dlsym(void)
 {
-    static const char *names[LEDGER_ENTRY_COUNT] = {
-        "aclrtMalloc",        "aclrtMallocAlign32",  "aclrtMallocCached",
-        "aclrtMallocWithCfg", "aclrtMallocPhysical", "aclrtMapMem",
-    };
-    return (unsigned)entry < LEDGER_ENTRY_COUNT ? names[entry] : "unknown";
+    ledger_dlsym_fn f = atomic_load_explicit(&g_dlsym, memory_order_acquire);
+    return f ? f : plain_dlsym;
 }
 
-const char *ledger_origin_name(enum ledger_origin origin)
+void ledger_init(const ledger_config_t *cfg)
 {
-    static const char *names[LEDGER_ORIGIN_COUNT] = {"pool", "fallback", "passthrough"};
-    return (unsigned)origin < LEDGER_ORIGIN_COUNT ? names[origin] : "unknown";
+    pthread_once(&shards_once, shards_init);
+    if (cfg->dlsym) atomic_store_explicit(&g_dlsym, cfg->dlsym, memory_order_release);
+    ledger_stack_init(cfg->backtrace_depth);
 }

@@ -10,7 +10,7 @@
  *     own open-addressing index of 32-bit record numbers and its own record slab.
  *
  * Contract:
- *   - ledger_capture_stack() takes no npupool lock and must be called BEFORE the caller takes any
+ *   - ledger_stack_capture() takes no npupool lock and must be called BEFORE the caller takes any
  *     lock on the allocation path: unwinding may wait for the dynamic loader's lock, and a thread
  *     inside dlopen() that holds the loader lock may itself be waiting for an npupool lock (a
  *     library constructor that allocates).  Interning afterwards takes a mutex only for a stack
@@ -34,62 +34,65 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vocab.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-enum ledger_entry {
-    LEDGER_MALLOC,          /* aclrtMalloc */
-    LEDGER_MALLOC_ALIGN32,  /* aclrtMallocAlign32 */
-    LEDGER_MALLOC_CACHED,   /* aclrtMallocCached */
-    LEDGER_MALLOC_WITH_CFG, /* aclrtMallocWithCfg */
-    LEDGER_MALLOC_PHYSICAL, /* aclrtMallocPhysical (address = the handle) */
-    LEDGER_MAP_MEM,         /* aclrtMapMem (address = the virtual address mapped) */
-    LEDGER_ENTRY_COUNT
-};
-enum ledger_origin {
-    LEDGER_FROM_POOL,
-    LEDGER_FROM_FALLBACK,
-    LEDGER_FROM_PASSTHROUGH,
-    LEDGER_ORIGIN_COUNT
-};
 
 #define LEDGER_DEFAULT_DEPTH 16 /* frames kept per stack when NPUPOOL_BACKTRACE_DEPTH is unset */
 #define LEDGER_MAX_DEPTH 128    /* largest accepted depth */
 #define LEDGER_SHARDS 16        /* live-record table shards (power of two) */
 
+/* glibc's dlsym for handles npupool opened itself.  Inside libnpupool.so a plain call to dlsym
+ * binds to the shim's exported dlsym (which answers for the application), so the shim passes the
+ * real one down; NULL = the plain dlsym (the ledger linked without the shim: tests, tools). */
+typedef void *(*ledger_dlsym_fn)(void *handle, const char *name);
+
+typedef struct ledger_config {
+    int backtrace_depth;   /* frames kept per stack, 0 = capture off (NPUPOOL_BACKTRACE_DEPTH) */
+    ledger_dlsym_fn dlsym; /* see above */
+} ledger_config_t;
+
 /* Once at start-up (idempotent; a second call only changes the depth).  depth 0 = capture off.
  * Opens libunwind (dlopen of libunwind.so.8, RTLD_LOCAL) and unwinds once so that its caches and
  * lazy bindings are warm before the first allocation.  When libunwind cannot be loaded, capture
  * stays off and one `npupool:` line says so. */
-void ledger_init(int backtrace_depth);
+void ledger_init(const ledger_config_t *cfg);
+/* The dlsym the ledger was given (never NULL after ledger_init): the report layer opens libdw
+ * with it too. */
+ledger_dlsym_fn ledger_dlsym(void);
 int ledger_backtrace_depth(void); /* depth in effect (0 = off) */
 
 /* Capture the caller's stack and intern it; returns its id, 0 when capture is off or failed.
  * Frames are return addresses; leading frames inside the npupool shared object itself are dropped,
  * then `skip` more (use it when npupool is linked statically, e.g. in unit tests), then at most
  * `depth` frames are kept.  pre: the caller holds no npupool lock (see the contract above). */
-uint32_t ledger_capture_stack(int skip);
+uint32_t ledger_stack_capture(int skip);
 /* Intern an explicit stack (tests, benchmarks, replays); same id for the same frames. */
-uint32_t ledger_intern_stack(const uintptr_t *frames, int depth);
+uint32_t ledger_stack_intern(const uintptr_t *frames, int depth);
 /* Frames of stack `id`: returns the depth and sets *frames (stable for the process lifetime);
  * 0 for id 0 or an unknown id. */
 int ledger_stack_frames(uint32_t id, const uintptr_t **frames);
 uint32_t ledger_stack_count(void); /* distinct stacks interned so far */
 
-/* Record a live allocation.  granted >= requested; device >= 0.  When `addr` is already recorded
- * (the runtime reused an address whose free npupool never saw) the old record is replaced. */
+/* Record a live allocation.  granted >= requested; device = a vocab_device() id (-1 = unknown).
+ * When `addr` is already recorded (the runtime reused an address whose free npupool never saw)
+ * the old record is replaced. */
 void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
-                         enum ledger_entry entry, enum ledger_origin origin, uint32_t stack_id);
+                         enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id);
 /* Forget a live allocation: 1 if it was recorded, 0 if unknown.  Call it before the memory is
  * handed back, so the address cannot be handed out and recorded again in between. */
 int ledger_record_free(uintptr_t addr);
-/* Forget every record of `device` (aclrtResetDevice released its memory). */
+/* Forget every record of `device` (aclrtResetDevice released its memory); -1 = the records of
+ * unknown devices. */
 void ledger_drop_device(int device);
 /* Forget every record (tests). */
 void ledger_clear(void);
-/* Number of live records of `device`, or of all devices for -1. */
+/* Number of live records of `device` (-1 = of unknown devices). */
 size_t ledger_live_count(int device);
+/* Number of live records of every device. */
+size_t ledger_live_total(void);
 
 /* Sequence number of the last allocation recorded (0 = none yet). */
 uint64_t ledger_last_seq(void);
@@ -98,31 +101,30 @@ size_t ledger_live_count_since(uint64_t seq);
 
 /* One live record as stored (for tests and tools). */
 typedef struct ledger_record {
-    uintptr_t addr;            /* device address (handle for LEDGER_MALLOC_PHYSICAL) */
-    int device;                /* device id */
-    size_t requested;          /* bytes the application asked for */
-    size_t granted;            /* bytes that belong to the block */
-    int size_class;            /* pool_bucket_of(granted) */
-    uint64_t seq;              /* allocation sequence number, 1-based, process-wide */
-    uint32_t tid;              /* kernel thread id of the allocating thread */
-    uint64_t time_ns;          /* CLOCK_MONOTONIC_COARSE at allocation, nanoseconds */
-    uint32_t stack_id;         /* interned stack, 0 = none */
-    enum ledger_entry entry;   /* entry point */
-    enum ledger_origin origin; /* who served it */
+    uintptr_t addr;           /* device address (handle for VOCAB_MALLOC_PHYSICAL) */
+    int device;               /* device id, -1 = unknown */
+    size_t requested;         /* bytes the application asked for */
+    size_t granted;           /* bytes that belong to the block */
+    uint64_t seq;             /* allocation sequence number, 1-based, process-wide */
+    uint32_t tid;             /* kernel thread id of the allocating thread */
+    uint64_t time_ns;         /* clock_coarse_ns() at allocation */
+    uint32_t stack_id;        /* interned stack, 0 = none */
+    enum vocab_entry entry;   /* entry point */
+    enum vocab_origin origin; /* who served it */
 } ledger_record_t;
 int ledger_lookup(uintptr_t addr, ledger_record_t *out); /* 1 found, 0 not */
 
 /* Live allocations grouped by (device, stack): what a report lists under "leaks". */
 typedef struct ledger_site {
-    int device;               /* device id */
-    uint32_t stack_id;        /* interned stack, 0 = none */
-    uint64_t count;           /* live allocations */
-    uint64_t requested_bytes; /* sum of requested sizes */
-    uint64_t granted_bytes;   /* sum of granted sizes */
-    uint64_t oldest_time_ns;  /* allocation time of the oldest, CLOCK_MONOTONIC_COARSE */
-    uint64_t oldest_seq;      /* its sequence number */
-    uint64_t by_origin[LEDGER_ORIGIN_COUNT]; /* count per enum ledger_origin */
-    uint8_t entry;                           /* enum ledger_entry of the oldest */
+    int device;                             /* device id, -1 = unknown */
+    uint32_t stack_id;                      /* interned stack, 0 = none */
+    uint64_t count;                         /* live allocations */
+    uint64_t requested_bytes;               /* sum of requested sizes */
+    uint64_t granted_bytes;                 /* sum of granted sizes */
+    uint64_t oldest_time_ns;                /* allocation time of the oldest, clock_coarse_ns() */
+    uint64_t oldest_seq;                    /* its sequence number */
+    uint64_t by_origin[VOCAB_ORIGIN_COUNT]; /* count per enum vocab_origin */
+    uint8_t entry;                          /* enum vocab_entry of the oldest */
 } ledger_site_t;
 /* Group every live record (each shard locked in turn, briefly).  *out is malloc'ed (free() it);
  * returns the number of sites, or (size_t)-1 when host memory ran out. */
@@ -138,29 +140,30 @@ typedef struct ledger_memory {
 } ledger_memory_t;
 void ledger_memory(ledger_memory_t *out);
 
-/* Current monotonic time as the ledger stamps records (CLOCK_MONOTONIC_COARSE, ns). */
-uint64_t ledger_now_ns(void);
-
 /* Consistency checker: index <-> records <-> free lists of every shard, live counts, stack table.
  * Returns the number of violations; the first is described in why (if non-NULL). */
 int ledger_check(char *why, size_t why_len);
 
-/* Fork, first step: call it FIRST in the prepare handler, before any npupool lock is taken.  It
- * waits until no thread is inside the unwinder (libunwind's internal locks must not be copied into
- * the child held) and makes captures return 0 until ledger_atfork_parent/child.  It must come
- * before the other locks because an unwinding thread may be waiting for the loader lock, held by a
- * thread in dlopen() that then needs an npupool lock. */
-void ledger_atfork_prepare_capture(void);
-/* pthread_atfork handlers: prepare locks every shard and the stack table, parent unlocks them,
- * child re-initialises the locks (the child keeps the parent's records: its memory is a copy).
- * Shard locks are leaves; take them after the report lock (the report writer holds that lock
- * while it takes shard locks).  Parent and child also reopen the capture gate. */
-void ledger_atfork_prepare(void);
-void ledger_atfork_parent(void);
-void ledger_atfork_child(void);
-
-const char *ledger_entry_name(enum ledger_entry entry);    /* "aclrtMalloc", ... */
-const char *ledger_origin_name(enum ledger_origin origin); /* "pool", "fallback", "passthrough" */
+/* Fork (shim/fork.c runs these from its one lock-order table):
+ *   ledger_stack_fork_gate_close  FIRST in prepare, before any npupool lock: waits until no thread is
+ *                           inside the unwinder (libunwind's internal locks must not be copied
+ *                           into the child held) and makes captures return 0 until the gate
+ *                           opens.  It comes first because an unwinding thread may be waiting for
+ *                           the loader lock, held by a thread in dlopen() that then needs an
+ *                           npupool lock.
+ *   ledger_stack_fork_gate_open   parent: captures work again.
+ *   ledger_stack_fork_gate_child  child: capture stays off for good (a loader lock held by a parent
+ *                           thread at fork() would hang the unwinder), the gate is reset.
+ *   ledger_fork_lock        locks the stack table and every shard (leaves: after the report and
+ *                           pool locks, which are held while shard locks are taken);
+ *   ledger_fork_unlock      parent: unlocks them;
+ *   ledger_fork_reinit      child: re-initialises them (the child keeps the parent's records). */
+void ledger_stack_fork_gate_close(void);
+void ledger_stack_fork_gate_open(void);
+void ledger_stack_fork_gate_child(void);
+void ledger_fork_lock(void);
+void ledger_fork_unlock(void);
+void ledger_fork_reinit(void);
 
 #ifdef __cplusplus
 }

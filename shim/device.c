@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "fmt.h"
+#include "clock.h"
 #include "log.h"
 #include "options.h"
 #include "real.h"
@@ -31,8 +32,8 @@
 #define RETIRE_GRACE_NS (200ull * 1000 * 1000) /* a pool operation takes microseconds */
 #define RETIRE_KEEP_MAX 32                     /* retired pools kept at most, whatever their age */
 
-shim_device_t shim_devices[SHIM_MAX_DEVICES];
-shim_counters_t shim_unknown_device_counters;
+shim_device_t shim_devices[NPUPOOL_MAX_DEVICES];
+wire_counters_t shim_unknown_device_counters;
 pthread_mutex_t shim_devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t shim_devices_cond = PTHREAD_COND_INITIALIZER; /* a `creating` flag cleared */
 
@@ -44,13 +45,6 @@ typedef struct retired_pool {
     uint64_t retired_ns;       /* CLOCK_MONOTONIC time of the retirement */
 } retired_pool_t;
 static retired_pool_t *retired_pools; /* newest first; guarded by shim_devices_lock */
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* pre: shim_devices_lock held.  Destroys retired pools older than the grace period, and all
  * but the newest RETIRE_KEEP_MAX - 1. */
@@ -73,7 +67,7 @@ static void reap_retired_locked(uint64_t now)
 
 static size_t reservation_target(int device)
 {
-    if (npupool_opt.pool_bytes) return npupool_opt.pool_bytes & ~(size_t)(HUGE_PAGE - 1);
+    if (npupool_config.pool_bytes) return npupool_config.pool_bytes & ~(size_t)(HUGE_PAGE - 1);
     size_t free_b = 0, total_b = 0;
     aclError rc = REAL(aclrtGetMemInfo) ? REAL(aclrtGetMemInfo)(ACL_HBM_MEM, &free_b, &total_b)
                                         : ACL_ERROR_UNINITIALIZE;
@@ -81,7 +75,7 @@ static size_t reservation_target(int device)
         log_warn("device %d: aclrtGetMemInfo failed (%d); cannot size the pool", device, rc);
         return 0;
     }
-    return (size_t)((double)free_b * npupool_opt.ratio) & ~(size_t)(HUGE_PAGE - 1);
+    return (size_t)((double)free_b * npupool_config.ratio) & ~(size_t)(HUGE_PAGE - 1);
 }
 
 typedef struct reservation {
@@ -100,9 +94,9 @@ static int reserve(shim_device_t *d, int device, reservation_t *out)
     while (size >= HUGE_PAGE && size >= floor) {
         /* Ask for size-32 so that the runtime's +32 padding lands exactly on a 2 MiB boundary. */
         rc = REAL(aclrtMalloc)(&base, size - 32, ACL_MEM_MALLOC_HUGE_FIRST);
-        counters_add(&d->counters, real_allocs, 1);
+        wire_counter_add(&d->counters, real_allocs, 1);
         if (rc == ACL_SUCCESS) break;
-        counters_add(&d->counters, reservation_failures, 1);
+        wire_counter_add(&d->counters, reservation_failures, 1);
         if (rc != ACL_ERROR_RT_MEMORY_ALLOCATION) break;
         size = (size - size / 8) & ~(size_t)(HUGE_PAGE - 1);
     }
@@ -124,7 +118,7 @@ static pool_t *build_pool(shim_device_t *d, int device, reservation_t *res)
     pool_t *pool = pool_create((uintptr_t)res->base, res->bytes);
     if (!pool) {
         if (REAL(aclrtFree)) REAL(aclrtFree)(res->base);
-        counters_add(&d->counters, real_frees, 1);
+        wire_counter_add(&d->counters, real_frees, 1);
         log_error("device %d: no host memory for pool metadata; running without a pool", device);
         return NULL;
     }
@@ -158,7 +152,7 @@ pool_t *device_pool_get_or_create(int device)
         if (pool) {
             d->reservation = (uintptr_t)res.base;
             d->reservation_bytes = res.bytes;
-            counters_add(&d->counters, pool_reservations, 1);
+            wire_counter_add(&d->counters, pool_reservations, 1);
             __atomic_store_n(&d->pool, pool, __ATOMIC_RELEASE);
             if (device > __atomic_load_n(&highest_device, __ATOMIC_RELAXED))
                 __atomic_store_n(&highest_device, device, __ATOMIC_RELEASE);
@@ -193,8 +187,8 @@ uintptr_t device_pool_retire(int device)
         __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
         d->reservation = 0;
         d->reservation_bytes = 0;
-        counters_sub(&d->counters, pool_bytes, counters_get(&d->counters, pool_bytes));
-        uint64_t now = now_ns();
+        __atomic_store_n(&d->pool_bytes, 0, __ATOMIC_RELAXED);
+        uint64_t now = clock_mono_ns();
         reap_retired_locked(now);
         retired_pool_t *node = malloc(sizeof *node);
         if (node) { /* else the metadata leaks; it is never touched again either way */
@@ -208,33 +202,33 @@ uintptr_t device_pool_retire(int device)
     return pool ? base : 0;
 }
 
-/* Fork: the order is shim_devices_lock, then (observers), then every pool's lock; see init.c. */
-void device_atfork_prepare(void) { pthread_mutex_lock(&shim_devices_lock); }
+/* Fork: the order is fork.c's table. */
+void device_fork_prepare(void) { pthread_mutex_lock(&shim_devices_lock); }
 
-void device_atfork_prepare_pools(void)
+void device_fork_prepare_pools(void)
 {
-    for (int i = 0; i < SHIM_MAX_DEVICES; i++) {
+    for (int i = 0; i < NPUPOOL_MAX_DEVICES; i++) {
         pool_t *pool = shim_devices[i].pool;
         if (pool) pool_lock(pool);
     }
 }
 
-void device_atfork_parent_pools(void)
+void device_fork_parent_pools(void)
 {
-    for (int i = SHIM_MAX_DEVICES - 1; i >= 0; i--) {
+    for (int i = NPUPOOL_MAX_DEVICES - 1; i >= 0; i--) {
         pool_t *pool = shim_devices[i].pool;
         if (pool) pool_unlock(pool);
     }
 }
 
-void device_atfork_child_pools(void) { device_atfork_parent_pools(); }
+void device_fork_child_pools(void) { device_fork_parent_pools(); }
 
-void device_atfork_parent(void) { pthread_mutex_unlock(&shim_devices_lock); }
+void device_fork_parent(void) { pthread_mutex_unlock(&shim_devices_lock); }
 
-void device_atfork_child(void)
+void device_fork_child(void)
 {
     /* A pool another parent thread was building does not exist in the child: build afresh. */
-    for (int i = 0; i < SHIM_MAX_DEVICES; i++) shim_devices[i].creating = 0;
+    for (int i = 0; i < NPUPOOL_MAX_DEVICES; i++) shim_devices[i].creating = 0;
     pthread_cond_init(&shim_devices_cond, NULL);
     pthread_mutex_unlock(&shim_devices_lock);
 }

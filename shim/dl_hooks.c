@@ -34,7 +34,7 @@ static void *filter(const char *name, void *sym)
 {
     if (!is_acl_name(name)) return sym;
     shim_ensure_init();
-    return npupool_opt.disable ? sym : real_substitute(name, sym);
+    return npupool_config.disable ? sym : real_substitute(name, sym);
 }
 
 static void *lookup_next(const void *caller, const char *name, const char *version)

@@ -13,7 +13,8 @@
  * Order that matters: a block is forgotten by the ledger BEFORE it returns to the pool, so that
  * another thread cannot be handed the same address while the old record still exists.
  * Requests the pool does not serve (other policies: P2P, 1 GiB pages, DDR/read-only flags; a cfg
- * naming another device; device ids >= SHIM_MAX_DEVICES) pass through and are recorded.
+ * naming another device; device ids outside 0..NPUPOOL_MAX_DEVICES-1) pass through and are
+ * recorded (under device -1).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -28,36 +29,27 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static const char *const entry_names[SHIM_ENTRY_COUNT] = {
-    [SHIM_MALLOC] = "aclrtMalloc",
-    [SHIM_MALLOC_ALIGN32] = "aclrtMallocAlign32",
-    [SHIM_MALLOC_CACHED] = "aclrtMallocCached",
-    [SHIM_MALLOC_WITH_CFG] = "aclrtMallocWithCfg",
-};
-
-const char *shim_entry_name(enum shim_entry e) { return entry_names[e]; }
-
 /* The real entry point behind `e`, called with the application's own arguments. */
-static aclError forward_alloc(enum shim_entry e, void **dev_ptr, size_t size,
+static aclError forward_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
                               aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
 {
     switch (e) {
-    case SHIM_MALLOC:
+    case VOCAB_MALLOC:
         if (REAL(aclrtMalloc)) return REAL(aclrtMalloc)(dev_ptr, size, policy);
         break;
-    case SHIM_MALLOC_ALIGN32:
+    case VOCAB_MALLOC_ALIGN32:
         if (REAL(aclrtMallocAlign32)) return REAL(aclrtMallocAlign32)(dev_ptr, size, policy);
         break;
-    case SHIM_MALLOC_CACHED:
+    case VOCAB_MALLOC_CACHED:
         if (REAL(aclrtMallocCached)) return REAL(aclrtMallocCached)(dev_ptr, size, policy);
         break;
-    case SHIM_MALLOC_WITH_CFG:
+    case VOCAB_MALLOC_WITH_CFG:
         if (REAL(aclrtMallocWithCfg)) return REAL(aclrtMallocWithCfg)(dev_ptr, size, policy, cfg);
         break;
     default: break;
     }
     log_error("%s: the real runtime does not provide it (is libascendcl.so loaded?)",
-              entry_names[e]);
+              vocab_entry_name(e));
     return ACL_ERROR_UNINITIALIZE;
 }
 
@@ -83,50 +75,48 @@ static int cfg_names_other_device(const aclrtMallocConfig *cfg, int device)
     return 0;
 }
 
-static aclError record_forwarded(enum shim_entry e, void **dev_ptr, size_t size, size_t granted,
+static aclError record_forwarded(enum vocab_entry e, void **dev_ptr, size_t size, size_t granted,
                                  aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg, int device,
-                                 enum foreign_origin origin, uint32_t stack)
+                                 enum vocab_origin origin, uint32_t stack)
 {
     aclError rc = forward_alloc(e, dev_ptr, size, policy, cfg);
-    shim_counters_t *c = device >= 0 && device < SHIM_MAX_DEVICES ? &shim_devices[device].counters
-                                                                  : &shim_unknown_device_counters;
-    counters_add(c, real_allocs, 1);
+    wire_counters_t *c = shim_counters_of(device);
+    wire_counter_add(c, real_allocs, 1);
     if (rc != ACL_SUCCESS) return rc;
     foreign_rec_t rec = {.device = device, .origin = origin, .granted = granted};
     if (foreign_add((uintptr_t)*dev_ptr, &rec) != 0)
         log_warn("%s: no host memory to track %p; its free will be forwarded untracked",
-                 entry_names[e], *dev_ptr);
-    if (origin == FOREIGN_FALLBACK) {
-        counters_add(c, fallback_allocs, 1);
-        counters_add(c, fallback_bytes, granted);
+                 vocab_entry_name(e), *dev_ptr);
+    if (origin == VOCAB_FROM_FALLBACK) {
+        wire_counter_add(c, fallback_allocs, 1);
+        wire_counter_add(c, fallback_bytes, granted);
     } else {
-        counters_add(c, passthrough_allocs, 1);
+        wire_counter_add(c, passthrough_allocs, 1);
     }
-    observe_alloc((uintptr_t)*dev_ptr, device, size, granted, e,
-                  origin == FOREIGN_FALLBACK ? OBSERVE_FALLBACK : OBSERVE_PASSTHROUGH, stack);
+    observe_alloc((uintptr_t)*dev_ptr, device, size, granted, e, origin, stack);
     return rc;
 }
 
-static aclError shim_alloc(enum shim_entry e, void **dev_ptr, size_t size,
+static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
                            aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
 {
     shim_ensure_init();
-    if (npupool_opt.disable) return forward_alloc(e, dev_ptr, size, policy, cfg);
+    if (npupool_config.disable) return forward_alloc(e, dev_ptr, size, policy, cfg);
     if (!dev_ptr || size == 0) {
-        log_warn("%s(devPtr=%p, size=%zu): %s; returning %d", entry_names[e], (void *)dev_ptr, size,
-                 dev_ptr ? "size is 0" : "devPtr is NULL", ACL_ERROR_INVALID_PARAM);
+        log_warn("%s(devPtr=%p, size=%zu): %s; returning %d", vocab_entry_name(e), (void *)dev_ptr,
+                 size, dev_ptr ? "size is 0" : "devPtr is NULL", ACL_ERROR_INVALID_PARAM);
         return ACL_ERROR_INVALID_PARAM;
     }
     int device = -1;
     if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS)
         return forward_alloc(e, dev_ptr, size, policy, cfg); /* the runtime gives its own error */
     uint32_t stack = observe_capture_stack();                /* before any lock */
-    size_t granted = e == SHIM_MALLOC_ALIGN32 ? ACL_ALIGN32_SIZE(size) : ACL_PADDED_SIZE(size);
+    size_t granted = e == VOCAB_MALLOC_ALIGN32 ? ACL_ALIGN32_SIZE(size) : ACL_PADDED_SIZE(size);
     if (size > SIZE_MAX / 2) granted = SIZE_MAX / 2; /* cannot be served; keeps the sums sane */
-    if (device < 0 || device >= SHIM_MAX_DEVICES || !policy_is_poolable(policy) ||
-        (e == SHIM_MALLOC_WITH_CFG && cfg_names_other_device(cfg, device)))
-        return record_forwarded(e, dev_ptr, size, granted, policy, cfg, device, FOREIGN_PASSTHROUGH,
-                                stack);
+    if (!vocab_device_known(device) || !policy_is_poolable(policy) ||
+        (e == VOCAB_MALLOC_WITH_CFG && cfg_names_other_device(cfg, device)))
+        return record_forwarded(e, dev_ptr, size, granted, policy, cfg, vocab_device(device),
+                                VOCAB_FROM_PASSTHROUGH, stack);
 
     shim_device_t *d = &shim_devices[device];
     pool_t *pool = device_pool_get_or_create(device);
@@ -134,47 +124,47 @@ static aclError shim_alloc(enum shim_entry e, void **dev_ptr, size_t size,
     int prc = pool ? pool_alloc(pool, size, granted, &addr) : POOL_ENOMEM;
     if (prc == POOL_OK) {
         *dev_ptr = (void *)addr;
-        counters_add(&d->counters, allocs, 1);
-        size_t in_use = counters_add(&d->counters, pool_bytes, granted) + granted;
-        observe_alloc(addr, device, size, granted, e, OBSERVE_POOL, stack);
+        wire_counter_add(&d->counters, allocs, 1);
+        size_t in_use = __atomic_add_fetch(&d->pool_bytes, granted, __ATOMIC_RELAXED);
+        observe_alloc(addr, device, size, granted, e, VOCAB_FROM_POOL, stack);
         observe_usage(device, in_use, d->reservation_bytes);
         return ACL_SUCCESS;
     }
     aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
-    if (npupool_opt.fallback) {
-        rc = record_forwarded(e, dev_ptr, size, granted, policy, cfg, device, FOREIGN_FALLBACK,
+    if (npupool_config.fallback) {
+        rc = record_forwarded(e, dev_ptr, size, granted, policy, cfg, device, VOCAB_FROM_FALLBACK,
                               stack);
         if (rc == ACL_SUCCESS) {
             log_debug("%s(%zu) on device %d served by the runtime: the pool had no block",
-                      entry_names[e], size, device);
+                      vocab_entry_name(e), size, device);
             return rc;
         }
         if (rc != ACL_ERROR_RT_MEMORY_ALLOCATION) return rc;
     }
-    counters_add(&d->counters, ooms, 1);
+    wire_counter_add(&d->counters, ooms, 1);
     observe_oom(e, device, size, granted, pool, stack);
     return ACL_ERROR_RT_MEMORY_ALLOCATION;
 }
 
 EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
-    return shim_alloc(SHIM_MALLOC, devPtr, size, policy, NULL);
+    return shim_alloc(VOCAB_MALLOC, devPtr, size, policy, NULL);
 }
 
 EXPORT aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
-    return shim_alloc(SHIM_MALLOC_ALIGN32, devPtr, size, policy, NULL);
+    return shim_alloc(VOCAB_MALLOC_ALIGN32, devPtr, size, policy, NULL);
 }
 
 EXPORT aclError aclrtMallocCached(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
 {
-    return shim_alloc(SHIM_MALLOC_CACHED, devPtr, size, policy, NULL);
+    return shim_alloc(VOCAB_MALLOC_CACHED, devPtr, size, policy, NULL);
 }
 
 EXPORT aclError aclrtMallocWithCfg(void **devPtr, size_t size, aclrtMemMallocPolicy policy,
                                    aclrtMallocConfig *cfg)
 {
-    return shim_alloc(SHIM_MALLOC_WITH_CFG, devPtr, size, policy, cfg);
+    return shim_alloc(VOCAB_MALLOC_WITH_CFG, devPtr, size, policy, cfg);
 }
 
 static aclError forward_free(void *dev_ptr, int sync)
@@ -190,7 +180,7 @@ static aclError shim_free(void *dev_ptr, int sync)
 {
     const char *name = sync ? "aclrtFreeWithDevSync" : "aclrtFree";
     shim_ensure_init();
-    if (npupool_opt.disable) return forward_free(dev_ptr, sync);
+    if (npupool_config.disable) return forward_free(dev_ptr, sync);
     if (!dev_ptr) {
         log_warn("%s(NULL): returning %d", name, ACL_ERROR_INVALID_PARAM);
         return ACL_ERROR_INVALID_PARAM;
@@ -204,12 +194,12 @@ static aclError shim_free(void *dev_ptr, int sync)
         observe_forget(addr, device, 1); /* before the address can be handed out again */
         size_t granted = 0;
         if (pool && pool_free(pool, addr, &granted, NULL) == POOL_OK) {
-            counters_add(&d->counters, frees, 1);
-            size_t in_use = counters_sub(&d->counters, pool_bytes, granted) - granted;
+            wire_counter_add(&d->counters, frees, 1);
+            size_t in_use = __atomic_sub_fetch(&d->pool_bytes, granted, __ATOMIC_RELAXED);
             observe_usage(device, in_use, d->reservation_bytes);
             return ACL_SUCCESS;
         }
-        counters_add(&d->counters, invalid_frees, 1);
+        wire_counter_add(&d->counters, invalid_frees, 1);
         log_warn("%s(%p): not the start of a live block in device %d's pool (double free or "
                  "interior pointer); nothing freed, returning %d",
                  name, dev_ptr, device, ACL_ERROR_RT_MEMORY_FREE);
@@ -217,28 +207,26 @@ static aclError shim_free(void *dev_ptr, int sync)
     }
     foreign_rec_t rec;
     if (foreign_take(addr, &rec)) {
-        shim_counters_t *c = rec.device >= 0 && rec.device < SHIM_MAX_DEVICES
-                                 ? &shim_devices[rec.device].counters
-                                 : &shim_unknown_device_counters;
+        wire_counters_t *c = shim_counters_of(rec.device);
         observe_forget(addr, rec.device, 1);
         aclError rc = forward_free(dev_ptr, sync);
-        counters_add(c, real_frees, 1);
+        wire_counter_add(c, real_frees, 1);
         if (rc != ACL_SUCCESS) {
             foreign_add(addr, &rec); /* the runtime kept it: so do we */
             log_warn("%s(%p): the runtime refused to free its own allocation (%d)", name, dev_ptr,
                      rc);
             return rc;
         }
-        if (rec.origin == FOREIGN_FALLBACK) {
-            counters_add(c, fallback_frees, 1);
-            counters_sub(c, fallback_bytes, rec.granted);
+        if (rec.origin == VOCAB_FROM_FALLBACK) {
+            wire_counter_add(c, fallback_frees, 1);
+            wire_counter_sub(c, fallback_bytes, rec.granted);
         }
         return rc;
     }
     aclError rc = forward_free(dev_ptr, sync);
-    counters_add(&shim_unknown_device_counters, forwarded_frees, 1);
+    wire_counter_add(&shim_unknown_device_counters, forwarded_frees, 1);
     if (rc != ACL_SUCCESS) {
-        counters_add(&shim_unknown_device_counters, invalid_frees, 1);
+        wire_counter_add(&shim_unknown_device_counters, invalid_frees, 1);
         log_warn("%s(%p): pointer unknown to npupool; the runtime refused it too (%d)", name,
                  dev_ptr, rc);
     }
@@ -267,10 +255,10 @@ EXPORT aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
     shim_ensure_init();
     if (!REAL(aclrtGetMemInfo)) return ACL_ERROR_UNINITIALIZE;
     aclError rc = REAL(aclrtGetMemInfo)(attr, free, total);
-    if (rc != ACL_SUCCESS || npupool_opt.disable || !attr_is_device_hbm(attr)) return rc;
+    if (rc != ACL_SUCCESS || npupool_config.disable || !attr_is_device_hbm(attr)) return rc;
     int device = -1;
-    if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS || device < 0 ||
-        device >= SHIM_MAX_DEVICES)
+    if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS ||
+        !vocab_device_known(device))
         return rc;
     pool_t *pool = device_pool_peek(device);
     if (!pool) return rc;
@@ -286,7 +274,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
 {
     shim_ensure_init();
     if (!REAL(aclrtResetDevice)) return ACL_ERROR_UNINITIALIZE;
-    if (npupool_opt.disable || deviceId < 0 || deviceId >= SHIM_MAX_DEVICES)
+    if (npupool_config.disable || !vocab_device_known(deviceId))
         return REAL(aclrtResetDevice)(deviceId);
     observe_before_reset(deviceId); /* a report while the pool and its records still exist */
     aclError rc = REAL(aclrtResetDevice)(deviceId);
@@ -294,8 +282,8 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
         /* The runtime released every allocation of the device, the pool's reservation included. */
         device_pool_retire(deviceId);
         size_t dropped = foreign_drop_device(deviceId);
-        shim_counters_t *c = &shim_devices[deviceId].counters;
-        counters_sub(c, fallback_bytes, counters_get(c, fallback_bytes));
+        wire_counters_t *c = &shim_devices[deviceId].counters;
+        wire_counter_sub(c, fallback_bytes, wire_counter_get(c, fallback_bytes));
         observe_after_reset(deviceId);
         log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId,
                  dropped);
@@ -307,16 +295,16 @@ EXPORT aclError aclFinalize(void)
 {
     shim_ensure_init();
     if (!REAL(aclFinalize)) return ACL_ERROR_UNINITIALIZE;
-    if (npupool_opt.disable) return REAL(aclFinalize)();
+    if (npupool_config.disable) return REAL(aclFinalize)();
     observe_before_finalize();
     /* Give reservations back while the runtime still works.  Blocks still live now are leaks: they
      * have just been reported and stay in the ledger, so the exit report lists them too. */
-    for (int dev = 0; dev < SHIM_MAX_DEVICES; dev++) {
+    for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++) {
         if (!device_pool_peek(dev)) continue;
         uintptr_t base = device_pool_retire(dev);
         if (!base) continue;
         aclError frc = REAL(aclrtFree) ? REAL(aclrtFree)((void *)base) : ACL_ERROR_UNINITIALIZE;
-        counters_add(&shim_devices[dev].counters, real_frees, 1);
+        wire_counter_add(&shim_devices[dev].counters, real_frees, 1);
         if (frc != ACL_SUCCESS)
             log_warn("aclFinalize: returning device %d's pool reservation failed (%d)", dev, frc);
     }
@@ -329,11 +317,12 @@ EXPORT aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
 {
     shim_ensure_init();
     if (!REAL(aclrtMallocPhysical)) return ACL_ERROR_UNINITIALIZE;
-    uint32_t stack = npupool_opt.disable ? 0 : observe_capture_stack();
+    uint32_t stack = npupool_config.disable ? 0 : observe_capture_stack();
     aclError rc = REAL(aclrtMallocPhysical)(handle, size, prop, flags);
-    if (rc == ACL_SUCCESS && !npupool_opt.disable && handle) {
-        int device = prop ? (int)prop->location.id : -1;
-        observe_vmm(OBSERVE_VMM_PHYSICAL, (uintptr_t)*handle, device, size, stack);
+    if (rc == ACL_SUCCESS && !npupool_config.disable && handle) {
+        int device = prop && prop->location.id <= INT32_MAX ? (int)prop->location.id : -1;
+        observe_alloc((uintptr_t)*handle, vocab_device(device), size, size, VOCAB_MALLOC_PHYSICAL,
+                      VOCAB_FROM_PASSTHROUGH, stack);
     }
     return rc;
 }
@@ -342,7 +331,7 @@ EXPORT aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 {
     shim_ensure_init();
     if (!REAL(aclrtFreePhysical)) return ACL_ERROR_UNINITIALIZE;
-    if (npupool_opt.disable || !handle) return REAL(aclrtFreePhysical)(handle);
+    if (npupool_config.disable || !handle) return REAL(aclrtFreePhysical)(handle);
     observe_forget((uintptr_t)handle, -1, 0);
     return REAL(aclrtFreePhysical)(handle);
 }
@@ -352,12 +341,13 @@ EXPORT aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMe
 {
     shim_ensure_init();
     if (!REAL(aclrtMapMem)) return ACL_ERROR_UNINITIALIZE;
-    uint32_t stack = npupool_opt.disable ? 0 : observe_capture_stack();
+    uint32_t stack = npupool_config.disable ? 0 : observe_capture_stack();
     aclError rc = REAL(aclrtMapMem)(virPtr, size, offset, handle, flags);
-    if (rc == ACL_SUCCESS && !npupool_opt.disable) {
+    if (rc == ACL_SUCCESS && !npupool_config.disable) {
         int device = -1;
         if (REAL(aclrtGetDevice)) REAL(aclrtGetDevice)(&device);
-        observe_vmm(OBSERVE_VMM_MAP, (uintptr_t)virPtr, device, size, stack);
+        observe_alloc((uintptr_t)virPtr, vocab_device(device), size, size, VOCAB_MAP_MEM,
+                      VOCAB_FROM_PASSTHROUGH, stack);
     }
     return rc;
 }
@@ -366,7 +356,7 @@ EXPORT aclError aclrtUnmapMem(void *virPtr)
 {
     shim_ensure_init();
     if (!REAL(aclrtUnmapMem)) return ACL_ERROR_UNINITIALIZE;
-    if (npupool_opt.disable || !virPtr) return REAL(aclrtUnmapMem)(virPtr);
+    if (npupool_config.disable || !virPtr) return REAL(aclrtUnmapMem)(virPtr);
     observe_forget((uintptr_t)virPtr, -1, 0);
     return REAL(aclrtUnmapMem)(virPtr);
 }

@@ -1,5 +1,6 @@
 /* shim/foreign.c — the forwarded-allocation table (see foreign.h).
- * Values pack the record into 64 bits: granted << 10 | origin << 8 | device (device < 256). */
+ * Values pack the record into 64 bits: granted (46 bits, saturated) << 18 | origin << 16 | the
+ * device as a 16-bit two's complement (-1 = unknown). */
 #include "foreign.h"
 
 #include <pthread.h>
@@ -11,16 +12,19 @@ static pthread_mutex_t foreign_lock = PTHREAD_MUTEX_INITIALIZER;
 static addrmap_t foreign_map; /* guarded by foreign_lock */
 static int foreign_ready;     /* foreign_map initialised; guarded by foreign_lock */
 
+#define GRANTED_MAX (((uint64_t)1 << 46) - 1)
+
 static uint64_t pack(const foreign_rec_t *r)
 {
-    return ((uint64_t)r->granted << 10) | ((uint64_t)r->origin << 8) | (uint64_t)(r->device & 0xff);
+    uint64_t g = r->granted > GRANTED_MAX ? GRANTED_MAX : r->granted;
+    return g << 18 | (uint64_t)(r->origin & 3) << 16 | (uint16_t)(int16_t)vocab_device(r->device);
 }
 
 static void unpack(uint64_t v, foreign_rec_t *r)
 {
-    r->device = (int)(v & 0xff);
-    r->origin = (enum foreign_origin)((v >> 8) & 3);
-    r->granted = (size_t)(v >> 10);
+    r->device = (int16_t)(uint16_t)(v & 0xffff);
+    r->origin = (enum vocab_origin)((v >> 16) & 3);
+    r->granted = (size_t)(v >> 18);
 }
 
 int foreign_add(uintptr_t addr, const foreign_rec_t *rec)
@@ -76,6 +80,6 @@ size_t foreign_drop_device(int device)
     return c.n;
 }
 
-void foreign_atfork_prepare(void) { pthread_mutex_lock(&foreign_lock); }
-void foreign_atfork_parent(void) { pthread_mutex_unlock(&foreign_lock); }
-void foreign_atfork_child(void) { pthread_mutex_unlock(&foreign_lock); }
+void foreign_fork_prepare(void) { pthread_mutex_lock(&foreign_lock); }
+void foreign_fork_parent(void) { pthread_mutex_unlock(&foreign_lock); }
+void foreign_fork_child(void) { pthread_mutex_unlock(&foreign_lock); }

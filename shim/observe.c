@@ -1,5 +1,5 @@
 /* shim/observe.c — the shim's observers (see observe.h): the ledger (ledger/ledger.h), the trace
- * recorder (shim/trace.h) and the report writer (ledger/report.h).
+ * recorder (report/trace.h) and the report writer (report/report.h).
  *
  * Order that matters: a free is forgotten by the ledger and written to the trace BEFORE the block
  * goes back to the pool (observe_forget), so that another thread cannot be handed the same
@@ -11,8 +11,9 @@
 
 #include <stdio.h>
 
-#include "ledger.h"
+#include "elf_lookup.h"
 #include "fmt.h"
+#include "ledger.h"
 #include "log.h"
 #include "options.h"
 #include "report.h"
@@ -20,18 +21,22 @@
 
 static void for_each_device(void *ctx,
                             void (*cb)(void *cbctx, int device, pool_t *pool,
-                                       const struct shim_counters *counters),
+                                       const wire_counters_t *counters),
                             void *cbctx)
 {
     (void)ctx;
-    for (int dev = 0; dev < SHIM_MAX_DEVICES; dev++) {
+    for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++) {
         shim_device_t *d = &shim_devices[dev];
         pool_t *pool = device_pool_peek(dev);
-        int active = pool || counters_get(&d->counters, allocs) ||
-                     counters_get(&d->counters, real_allocs) ||
-                     counters_get(&d->counters, invalid_frees) || ledger_live_count(dev) > 0;
+        int active = pool || wire_counter_get(&d->counters, allocs) ||
+                     wire_counter_get(&d->counters, real_allocs) ||
+                     wire_counter_get(&d->counters, invalid_frees) || ledger_live_count(dev) > 0;
         if (active) cb(cbctx, dev, pool, &d->counters);
     }
+    wire_counters_t *u = &shim_unknown_device_counters;
+    if (wire_counter_get(u, real_allocs) || wire_counter_get(u, invalid_frees) ||
+        ledger_live_count(VOCAB_DEVICE_UNKNOWN) > 0)
+        cb(cbctx, VOCAB_DEVICE_UNKNOWN, NULL, u);
 }
 
 static void for_each_option(void *ctx, void (*cb)(void *cbctx, const char *name, const char *value),
@@ -41,42 +46,29 @@ static void for_each_option(void *ctx, void (*cb)(void *cbctx, const char *name,
     options_for_each(cb, cbctx);
 }
 
+static void *glibc_dlsym(void *handle, const char *name)
+{
+    elf_dlsym_fn f = elf_glibc_dlsym();
+    return f ? f(handle, name) : NULL;
+}
+
 void observe_init(void)
 {
-    ledger_init(npupool_opt.backtrace_depth);
-    trace_open_from_env();
+    npupool_config.ledger.dlsym = glibc_dlsym;
+    ledger_init(&npupool_config.ledger);
+    trace_open(npupool_config.trace);
     report_source_t src = {.for_each_device = for_each_device, .for_each_option = for_each_option};
-    report_init(&src);
+    report_init(&npupool_config.report, &src);
     report_start_background();
 }
 
-uint32_t observe_capture_stack(void) { return ledger_capture_stack(0); }
+uint32_t observe_capture_stack(void) { return ledger_stack_capture(0); }
 
-void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted, enum shim_entry e,
-                   enum observe_origin origin, uint32_t stack)
+void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted, enum vocab_entry e,
+                   enum vocab_origin origin, uint32_t stack)
 {
-    static const enum ledger_origin origins[] = {
-        [OBSERVE_POOL] = LEDGER_FROM_POOL,
-        [OBSERVE_FALLBACK] = LEDGER_FROM_FALLBACK,
-        [OBSERVE_PASSTHROUGH] = LEDGER_FROM_PASSTHROUGH,
-    };
-    static const enum ledger_entry entries[] = {
-        [SHIM_MALLOC] = LEDGER_MALLOC,
-        [SHIM_MALLOC_ALIGN32] = LEDGER_MALLOC_ALIGN32,
-        [SHIM_MALLOC_CACHED] = LEDGER_MALLOC_CACHED,
-        [SHIM_MALLOC_WITH_CFG] = LEDGER_MALLOC_WITH_CFG,
-    };
-    ledger_record_alloc(addr, device < 0 ? 0 : device, requested, granted, entries[e],
-                        origins[origin], stack);
-    trace_alloc(device, addr, requested);
-}
-
-void observe_vmm(enum observe_vmm_kind kind, uintptr_t addr, int device, size_t size,
-                 uint32_t stack)
-{
-    ledger_record_alloc(addr, device < 0 ? 0 : device, size, size,
-                        kind == OBSERVE_VMM_PHYSICAL ? LEDGER_MALLOC_PHYSICAL : LEDGER_MAP_MEM,
-                        LEDGER_FROM_PASSTHROUGH, stack);
+    ledger_record_alloc(addr, device, requested, granted, e, origin, stack);
+    if (e != VOCAB_MALLOC_PHYSICAL && e != VOCAB_MAP_MEM) trace_alloc(device, addr, requested);
 }
 
 int observe_forget(uintptr_t addr, int device, int traced)
@@ -91,43 +83,43 @@ void observe_usage(int device, size_t allocated, size_t reserved)
     report_usage_changed(device, allocated, reserved);
 }
 
-void observe_oom(enum shim_entry e, int device, size_t requested, size_t granted, pool_t *pool,
+void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted, pool_t *pool,
                  uint32_t stack)
 {
-    char want[32], free_s[32], largest_s[32];
-    fmt_bytes(want, granted);
+    char reason[256], want[FMT_BYTES_LEN], free_s[FMT_BYTES_LEN], largest_s[FMT_BYTES_LEN];
     pool_stats_t st = {0};
-    if (pool) pool_get_stats(pool, &st);
-    if (!pool) {
-        log_warn("%s(%zu bytes) on device %d refused with %d: no pool on this device%s",
-                 shim_entry_name(e), requested, device, 207001,
-                 npupool_opt.fallback ? " and the runtime refused too" : "");
+    const char *kind;
+    if (pool) {
+        pool_get_stats(pool, &st);
+        kind = st.free_bytes >= granted ? "fragmentation" : "exhausted";
+        snprintf(reason, sizeof reason, "%s: %s free, largest block %s, %s requested", kind,
+                 fmt_bytes(free_s, st.free_bytes), fmt_bytes(largest_s, st.largest_free_bytes),
+                 fmt_bytes(want, granted));
     } else {
-        fmt_bytes(free_s, st.free_bytes);
-        fmt_bytes(largest_s, st.largest_free_bytes);
-        log_warn(
-            "%s(%zu bytes) on device %d refused with %d (%s): needs %s (%zu B), pool has %s free, "
-            "largest free block %s (%zu B)%s",
-            shim_entry_name(e), requested, device, 207001,
-            st.free_bytes >= granted ? "fragmentation" : "exhausted", want, granted, free_s,
-            largest_s, st.largest_free_bytes,
-            npupool_opt.fallback ? "; the runtime refused the fallback too" : "");
+        kind = "no pool";
+        snprintf(reason, sizeof reason, "no pool: device %d has no pool and the runtime refused",
+                 device);
     }
+    log_warn("%s(%zu bytes) on device %d refused with 207001: %s%s", vocab_entry_name(e), requested,
+             device, reason,
+             pool && npupool_config.fallback ? "; the runtime refused the fallback too" : "");
     report_oom_info_t info = {
         .requested_bytes = requested,
         .granted_bytes = granted,
         .device = device,
-        .entry_point = shim_entry_name(e),
+        .entry = e,
+        .stack_id = stack,
+        .kind = kind,
+        .reason = reason,
         .free_bytes = st.free_bytes,
         .largest_free_bytes = st.largest_free_bytes,
-        .stack_id = stack,
     };
     report_oom(&info);
 }
 
 void observe_before_reset(int device)
 {
-    if (ledger_live_count(device) > 0) report_write(REPORT_RESET, device);
+    if (ledger_live_count(device) > 0) report_write(WIRE_TRIGGER_RESET, device);
 }
 
 void observe_after_reset(int device) { ledger_drop_device(device); }
@@ -138,27 +130,4 @@ void observe_at_exit(void)
 {
     trace_flush();
     report_at_exit();
-}
-
-void observe_atfork_prepare_capture(void) { ledger_atfork_prepare_capture(); }
-void observe_atfork_prepare_reports(void) { report_atfork_prepare(); }
-void observe_atfork_parent_reports(void) { report_atfork_parent(); }
-void observe_atfork_child_reports(void) { report_atfork_child(); }
-
-void observe_atfork_prepare(void)
-{
-    ledger_atfork_prepare();
-    trace_atfork_prepare();
-}
-
-void observe_atfork_parent(void)
-{
-    trace_atfork_parent();
-    ledger_atfork_parent();
-}
-
-void observe_atfork_child(void)
-{
-    trace_atfork_child();
-    ledger_atfork_child();
 }

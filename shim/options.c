@@ -1,279 +1,263 @@
-/* shim/options.c — the options table behind options.h.
+/* shim/options.c — the option table behind options.h.
  *
- * Each row: variable name, default as text, a parser that writes into npupool_opt, and help.
- * The default text is parsed by the same parser at init, so the table is the only place a default
- * lives.  Effective values are rendered back to text once, for reports and NPUPOOL_LOG=info.
+ * Each row: variable name, type, the field of npupool_config it fills, the default as text, the
+ * accepted range, and the help text.  The default text goes through the same parser as a value
+ * from the environment, so a default lives only here.  After the parse every effective value is
+ * rendered back to text once, by type, for reports and NPUPOOL_LOG=info.
+ * Locking: options_init is a pthread_once; the table and npupool_config are read-only after it.
  */
+#define _GNU_SOURCE
 #include "options.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "fmt.h"
 #include "log.h"
+#include "parse.h"
 
-npupool_options_t npupool_opt;
+npupool_config_t npupool_config;
 
-typedef int (*option_parser)(const char *text, void *field);
+typedef enum option_type {
+    OPT_BOOL,    /* int: 1/0, true/false, on/off, yes/no */
+    OPT_SIZE,    /* size_t: bytes with K/M/G/T suffixes */
+    OPT_NUMBER,  /* double: a finite decimal */
+    OPT_COUNT,   /* long: a decimal integer */
+    OPT_INT,     /* int: a decimal integer */
+    OPT_LEVEL,   /* int: error, warn, info, debug */
+    OPT_SIGNAL,  /* int: a signal by number or name, 0 = none */
+    OPT_PATTERN, /* const char *: a path pattern, "" = unset */
+} option_type_t;
 
-typedef struct option_row {
-    const char *name;     /* environment variable */
-    const char *fallback; /* default, as text */
-    option_parser parse;  /* text -> field; 0 ok, -1 bad */
-    void *field;          /* where the value lives in npupool_opt */
-    const char *help;     /* one line, for README and info logging */
-    char shown[256];      /* effective value rendered as text after init */
-} option_row_t;
+#define OPT_ZERO_OFF 1u /* 0 is accepted below the range and means "off" */
+#define OPT_MIN_OPEN 2u /* the range excludes its minimum */
+#define OPT_UNIT_MIN 4u /* the minimum is the runtime's allocation unit (message says so) */
 
-int options_parse_size(const char *text, size_t *out)
-{
-    if (!text || !*text) return -1;
-    errno = 0;
-    char *end;
-    double v = strtod(text, &end);
-    if (errno || end == text || v < 0) return -1;
-    double mult = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 'K':
-        mult = 1024.0;
-        end++;
-        break;
-    case 'M':
-        mult = 1024.0 * 1024;
-        end++;
-        break;
-    case 'G':
-        mult = 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    case 'T':
-        mult = 1024.0 * 1024 * 1024 * 1024;
-        end++;
-        break;
-    default: break;
-    }
-    if (mult > 1 && (*end == 'i' || *end == 'I')) end++;
-    if (*end == 'B' || *end == 'b') end++;
-    if (*end) return -1;
-    double bytes = v * mult;
-    if (bytes >= 18446744073709551615.0) return -1;
-    *out = (size_t)bytes;
-    return 0;
-}
+typedef struct option_def {
+    const char *name;   /* environment variable */
+    option_type_t type; /* how the text is read and rendered */
+    size_t offset;      /* field in npupool_config */
+    const char *dflt;   /* default, as text ("" = unset) */
+    double min, max;    /* accepted range of numbers (inclusive unless OPT_MIN_OPEN) */
+    unsigned flags;     /* OPT_* flags above */
+    const char *help;   /* one line, markdown (README table, info log) */
+} option_def_t;
 
-int options_parse_bool(const char *text, int *out)
-{
-    static const char *yes[] = {"1", "true", "on", "yes"};
-    static const char *no[] = {"0", "false", "off", "no"};
-    for (size_t i = 0; i < 4; i++) {
-        if (!strcasecmp(text, yes[i])) {
-            *out = 1;
-            return 0;
-        }
-        if (!strcasecmp(text, no[i])) {
-            *out = 0;
-            return 0;
-        }
-    }
-    return -1;
-}
+#define FIELD(f) offsetof(npupool_config_t, f)
+#define RUNTIME_UNIT (2.0 * 1024 * 1024) /* the runtime hands out HBM in 2 MiB units */
 
-int options_parse_signal(const char *text, int *out)
-{
-    static const struct {
-        const char *name;
-        int sig;
-    } names[] = {
-        {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
-        {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"URG", SIGURG},
-    };
-    int off;
-    if (options_parse_bool(text, &off) == 0 && off == 0) {
-        *out = 0;
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (!errno && end != text && !*end) {
-        if (v < 0 || v >= NSIG || v == SIGKILL || v == SIGSTOP || v == SIGSEGV) return -1;
-        *out = (int)v;
-        return 0;
-    }
-    const char *name = strncasecmp(text, "SIG", 3) == 0 ? text + 3 : text;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcasecmp(name, names[i].name)) {
-            *out = names[i].sig;
-            return 0;
-        }
-    return -1;
-}
-
-static int parse_ratio(const char *text, void *field)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !(v > 0.0 && v <= 1.0)) return -1;
-    *(double *)field = v;
-    return 0;
-}
-
-/* A ratio where 0 means "off" (thresholds). */
-static int parse_ratio_or_off(const char *text, void *field)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !(v >= 0.0 && v <= 1.0)) return -1;
-    *(double *)field = v;
-    return 0;
-}
-
-static int parse_count(const char *text, void *field)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < 0 || v > 100000000) return -1;
-    *(long *)field = v;
-    return 0;
-}
-
-static int parse_seconds(const char *text, void *field)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || *end || !(v >= 0.0 && v <= 1e7)) return -1;
-    *(double *)field = v;
-    return 0;
-}
-
-static int parse_size_field(const char *text, void *field)
-{
-    return options_parse_size(text, field);
-}
-static int parse_bool_field(const char *text, void *field)
-{
-    return options_parse_bool(text, field);
-}
-static int parse_signal_field(const char *text, void *field)
-{
-    return options_parse_signal(text, field);
-}
-
-static int parse_depth(const char *text, void *field)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < 0 || v > 128) return -1;
-    *(int *)field = (int)v;
-    return 0;
-}
-
-static int parse_level(const char *text, void *field)
-{
-    static const char *levels[] = {"error", "warn", "info", "debug"};
-    for (int i = 0; i < 4; i++)
-        if (!strcasecmp(text, levels[i])) {
-            *(int *)field = i;
-            return 0;
-        }
-    if (!strcasecmp(text, "warning")) {
-        *(int *)field = LOG_WARN;
-        return 0;
-    }
-    return -1;
-}
-
-static int parse_string(const char *text, void *field)
-{
-    *(const char **)field = text; /* environment strings live as long as the process */
-    return 0;
-}
-
-static option_row_t option_table[] = {
-    {"NPUPOOL_RATIO", "0.8", parse_ratio, &npupool_opt.ratio,
-     "share of the device's free HBM reserved for the pool at first use (0 < r <= 1)", ""},
-    {"NPUPOOL_POOL_BYTES", "0", parse_size_field, &npupool_opt.pool_bytes,
-     "absolute pool size (K/M/G suffixes); overrides NPUPOOL_RATIO when non-zero", ""},
-    {"NPUPOOL_FALLBACK", "1", parse_bool_field, &npupool_opt.fallback,
-     "1: requests the pool cannot serve go to the real runtime; 0: refuse them with 207001", ""},
-    {"NPUPOOL_DISABLE", "0", parse_bool_field, &npupool_opt.disable,
-     "1: pure pass-through, npupool does nothing", ""},
-    {"NPUPOOL_LOG", "warn", parse_level, &npupool_opt.log_level,
-     "stderr verbosity: error, warn, info, debug", ""},
-    {"NPUPOOL_BACKTRACE_DEPTH", "16", parse_depth, &npupool_opt.backtrace_depth,
-     "frames recorded per allocation site, 0 turns backtraces off (max 128)", ""},
-    {"NPUPOOL_REPORT", "", parse_string, &npupool_opt.report,
-     "report path pattern (%p pid, %n sequence, %t time, %r rank); empty = default path", ""},
-    {"NPUPOOL_REPORT_SIGNAL", "SIGUSR2", parse_signal_field, &npupool_opt.report_signal,
-     "signal that asks for a report, 0 = none; never replaces an application's handler", ""},
-    {"NPUPOOL_REPORT_INTERVAL", "0", parse_seconds, &npupool_opt.report_interval,
-     "seconds between periodic reports, 0 = off", ""},
-    {"NPUPOOL_WARN_RATIO", "0.85", parse_ratio_or_off, &npupool_opt.warn_ratio,
-     "pool use (allocated/reserved) that writes a warning line and report, 0 = off", ""},
-    {"NPUPOOL_CRITICAL_RATIO", "0.95", parse_ratio_or_off, &npupool_opt.critical_ratio,
-     "pool use that writes a critical line and report, 0 = off", ""},
-    {"NPUPOOL_REPORT_FREE_MAP", "4096", parse_count, &npupool_opt.report_free_map,
-     "most free-map entries per device in a report (the largest blocks are kept)", ""},
-    {"NPUPOOL_REPORT_LIVE_MAP", "4096", parse_count, &npupool_opt.report_live_map,
-     "most live-map entries per device in a report (the largest blocks are kept)", ""},
-    {"NPUPOOL_REPORT_SYMBOLS", "1", parse_bool_field, &npupool_opt.report_symbols,
-     "1: function/file/line in report frames; 0: module, offset and build id only", ""},
-    {"NPUPOOL_REPORT_OOM_MAX", "10", parse_count, &npupool_opt.report_oom_max,
-     "most oom post-mortem reports per process (at least 1 s apart)", ""},
-    {"NPUPOOL_TRACE", "", parse_string, &npupool_opt.trace,
-     "path of an allocation trace to record (%p pid); empty = off", ""},
+static const option_def_t option_table[] = {
+    {"NPUPOOL_RATIO", OPT_NUMBER, FIELD(ratio), "0.8", 0, 1, OPT_MIN_OPEN,
+     "share of the device's free HBM reserved for the pool at first use"},
+    {"NPUPOOL_POOL_BYTES", OPT_SIZE, FIELD(pool_bytes), "0", RUNTIME_UNIT, 1e18,
+     OPT_ZERO_OFF | OPT_UNIT_MIN,
+     "absolute pool size (`K`/`M`/`G`/`T` suffixes); overrides `NPUPOOL_RATIO` when non-zero"},
+    {"NPUPOOL_FALLBACK", OPT_BOOL, FIELD(fallback), "1", 0, 1, 0,
+     "1: a request the pool cannot serve goes to the real runtime; 0: refused with 207001"},
+    {"NPUPOOL_DISABLE", OPT_BOOL, FIELD(disable), "0", 0, 1, 0,
+     "1: pure pass-through, npupool does nothing"},
+    {"NPUPOOL_LOG", OPT_LEVEL, FIELD(log_level), "warn", 0, 3, 0,
+     "stderr verbosity: `error`, `warn`, `info`, `debug`"},
+    {"NPUPOOL_BACKTRACE_DEPTH", OPT_INT, FIELD(ledger.backtrace_depth), "16", 0, 128, 0,
+     "frames recorded per allocation site; 0 turns backtraces off"},
+    {"NPUPOOL_REPORT", OPT_PATTERN, FIELD(report.pattern), "", 0, 0, 0,
+     "report path pattern: `%p` pid, `%n` report number, `%t` time, `%r` rank; unset: "
+     "`./npupool-report-%p-%n.json`, written at exit only when leaks exist"},
+    {"NPUPOOL_REPORT_SIGNAL", OPT_SIGNAL, FIELD(report.signal), "SIGUSR2", 0, 0, 0,
+     "signal that asks for a report (name or number); 0 = none; never a fault signal; an "
+     "application's own handler is never replaced"},
+    {"NPUPOOL_REPORT_INTERVAL", OPT_NUMBER, FIELD(report.interval_s), "0", 0.1, 1e7, OPT_ZERO_OFF,
+     "seconds between periodic reports; 0 = off"},
+    {"NPUPOOL_WARN_RATIO", OPT_NUMBER, FIELD(report.warn_ratio), "0.85", 0, 1, 0,
+     "pool use (allocated / reserved) that writes a warning line and a `threshold` report; 0 = "
+     "off"},
+    {"NPUPOOL_CRITICAL_RATIO", OPT_NUMBER, FIELD(report.critical_ratio), "0.95", 0, 1, 0,
+     "the same for the critical level"},
+    {"NPUPOOL_REPORT_FREE_MAP", OPT_COUNT, FIELD(report.free_map_max), "4096", 0, 1e8, 0,
+     "most free-map entries per device in a report (the largest blocks are kept)"},
+    {"NPUPOOL_REPORT_LIVE_MAP", OPT_COUNT, FIELD(report.live_map_max), "4096", 0, 1e8, 0,
+     "most live-map entries per device in a report (the largest blocks are kept)"},
+    {"NPUPOOL_REPORT_SYMBOLS", OPT_BOOL, FIELD(report.symbols), "1", 0, 1, 0,
+     "1: function/file/line in report frames; 0: module, offset and build id only (symbolize "
+     "later with `npupool symbolize`)"},
+    {"NPUPOOL_REPORT_OOM_MAX", OPT_COUNT, FIELD(report.oom_max), "10", 0, 1e6, 0,
+     "most `oom` post-mortem reports per process (at least 1 s apart)"},
+    {"NPUPOOL_TRACE", OPT_PATTERN, FIELD(trace), "", 0, 0, 0,
+     "record an allocation trace to this path pattern (`%p` pid); see `docs/trace.md`"},
 };
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
 
-static void render(option_row_t *row)
+static char shown[OPTION_COUNT][64]; /* effective values as text (not patterns), after init */
+
+static void *field_of(const option_def_t *o) { return (char *)&npupool_config + o->offset; }
+
+/* A bound as people write it: "0.1", "128", "10000000". */
+static const char *num_text(double v, char *buf, size_t len)
 {
-    if (row->parse == parse_ratio || row->parse == parse_ratio_or_off ||
-        row->parse == parse_seconds)
-        snprintf(row->shown, sizeof row->shown, "%g", *(double *)row->field);
-    else if (row->parse == parse_count)
-        snprintf(row->shown, sizeof row->shown, "%ld", *(long *)row->field);
-    else if (row->parse == parse_size_field)
-        snprintf(row->shown, sizeof row->shown, "%zu", *(size_t *)row->field);
-    else if (row->parse == parse_string)
-        snprintf(row->shown, sizeof row->shown, "%s", *(const char **)row->field);
-    else if (row->parse == parse_level) {
-        static const char *levels[] = {"error", "warn", "info", "debug"};
-        snprintf(row->shown, sizeof row->shown, "%s", levels[*(int *)row->field & 3]);
-    } else
-        snprintf(row->shown, sizeof row->shown, "%d", *(int *)row->field);
+    snprintf(buf, len, v == (double)(long long)v ? "%.0f" : "%g", v);
+    return buf;
+}
+
+/* The range as text, for messages and the README: "from 0.1 to 10000000, or 0". */
+static void range_text(const option_def_t *o, char *buf, size_t len)
+{
+    char lo[32], hi[32];
+    const char *off = o->flags & OPT_ZERO_OFF ? ", or 0" : "";
+    num_text(o->min, lo, sizeof lo);
+    num_text(o->max, hi, sizeof hi);
+    if (o->flags & OPT_MIN_OPEN)
+        snprintf(buf, len, "above %s, at most %s%s", lo, hi, off);
+    else
+        snprintf(buf, len, "from %s to %s%s", lo, hi, off);
+}
+
+/* Is v inside the option's range?  Writes the complaint into why when not. */
+static int in_range(const option_def_t *o, double v, char *why, size_t len)
+{
+    if ((o->flags & OPT_ZERO_OFF) && v == 0) return 1;
+    int ok = (o->flags & OPT_MIN_OPEN ? v > o->min : v >= o->min) && v <= o->max;
+    if (ok) return 1;
+    if ((o->flags & OPT_UNIT_MIN) && v < o->min) {
+        char unit[FMT_BYTES_LEN];
+        snprintf(why, len, "below the runtime's allocation unit (%s)",
+                 fmt_bytes(unit, (uint64_t)o->min));
+    } else {
+        char r[96];
+        range_text(o, r, sizeof r);
+        snprintf(why, len, "outside the accepted range: %s", r);
+    }
+    return 0;
+}
+
+/* Parse text into the option's field.  0, or -1 with the complaint in why. */
+static int parse_into(const option_def_t *o, const char *text, char *why, size_t len)
+{
+    void *f = field_of(o);
+    uint64_t u;
+    double d;
+    int i, rc;
+    switch (o->type) {
+    case OPT_BOOL:
+        if (parse_bool(text, &i) != 0) return snprintf(why, len, "not a boolean (1/0, on/off)"), -1;
+        *(int *)f = i;
+        return 0;
+    case OPT_SIZE:
+        if (parse_bytes(text, &u) != 0) return snprintf(why, len, "not a byte count"), -1;
+        if (!in_range(o, (double)u, why, len)) return -1;
+        *(size_t *)f = (size_t)u;
+        return 0;
+    case OPT_NUMBER:
+        if (parse_double(text, &d) != 0) return snprintf(why, len, "not a finite number"), -1;
+        if (!in_range(o, d, why, len)) return -1;
+        *(double *)f = d;
+        return 0;
+    case OPT_COUNT:
+    case OPT_INT:
+        if (parse_u64(text, &u) != 0) return snprintf(why, len, "not a whole number"), -1;
+        if (!in_range(o, (double)u, why, len)) return -1;
+        if (o->type == OPT_COUNT)
+            *(long *)f = (long)u;
+        else
+            *(int *)f = (int)u;
+        return 0;
+    case OPT_LEVEL:
+        if (log_level_parse(text, &i) != 0)
+            return snprintf(why, len, "not a level (error, warn, info, debug)"), -1;
+        *(int *)f = i;
+        return 0;
+    case OPT_SIGNAL:
+        rc = parse_signal(text, &i);
+        if (rc == -2)
+            return snprintf(why, len,
+                            "a fault or uncatchable signal: its handling belongs to the program"),
+                   -1;
+        if (rc != 0) return snprintf(why, len, "not a signal name or number"), -1;
+        *(int *)f = i;
+        return 0;
+    case OPT_PATTERN: *(const char **)f = text; return 0;
+    }
+    return -1;
+}
+
+static void render(const option_def_t *o, char *buf, size_t len)
+{
+    const void *f = field_of(o);
+    switch (o->type) {
+    case OPT_BOOL:
+    case OPT_INT: snprintf(buf, len, "%d", *(const int *)f); break;
+    case OPT_SIZE: snprintf(buf, len, "%zu", *(const size_t *)f); break;
+    case OPT_NUMBER: snprintf(buf, len, "%g", *(const double *)f); break;
+    case OPT_COUNT: snprintf(buf, len, "%ld", *(const long *)f); break;
+    case OPT_LEVEL: snprintf(buf, len, "%s", log_level_name(*(const int *)f)); break;
+    case OPT_SIGNAL: {
+        int sig = *(const int *)f;
+        const char *name = parse_signal_name(sig);
+        if (name && sig)
+            snprintf(buf, len, "%s", name);
+        else
+            snprintf(buf, len, "%d", sig);
+        break;
+    }
+    case OPT_PATTERN: snprintf(buf, len, "%s", *(const char *const *)f); break;
+    }
+}
+
+static void parse_one(const option_def_t *o)
+{
+    char why[160];
+    if (parse_into(o, o->dflt, why, sizeof why) != 0) /* a broken table: a bug, said loudly */
+        log_error("option %s: the default \"%s\" is %s", o->name, o->dflt, why);
+    const char *text = getenv(o->name);
+    if (!text || !*text) return;
+    if (parse_into(o, text, why, sizeof why) != 0) /* it wrote nothing: the default stays */
+        log_warn("%s=\"%s\" is not valid (%s); using the default %s", o->name, text, why,
+                 o->dflt[0] ? o->dflt : "(unset)");
+}
+
+/* One warning per NPUPOOL_* variable the table does not know, naming the closest one. */
+static void warn_unknown(void)
+{
+    extern char **environ;
+    const char *names[OPTION_COUNT];
+    for (size_t i = 0; i < OPTION_COUNT; i++) names[i] = option_table[i].name;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "NPUPOOL_", 8) != 0) continue;
+        const char *eq = strchr(*e, '=');
+        size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+        char name[64];
+        if (n >= sizeof name) n = sizeof name - 1;
+        memcpy(name, *e, n);
+        name[n] = 0;
+        int known = 0;
+        for (size_t i = 0; i < OPTION_COUNT && !known; i++) known = !strcmp(name, names[i]);
+        if (known) continue;
+        const char *close = parse_closest(name, names, OPTION_COUNT);
+        if (close)
+            log_warn("%s is not an npupool option (did you mean %s?); it is ignored", name, close);
+        else
+            log_warn("%s is not an npupool option; it is ignored", name);
+    }
 }
 
 static void options_parse_all(void)
 {
-    for (size_t i = 0; i < OPTION_COUNT; i++) {
-        option_row_t *row = &option_table[i];
-        row->parse(row->fallback, row->field);
-        const char *text = getenv(row->name);
-        if (text && row->parse(text, row->field) != 0) {
-            row->parse(row->fallback, row->field);
-            log_warn("%s=\"%s\" is not valid (%s); keeping the default %s", row->name, text,
-                     row->help, row->fallback[0] ? row->fallback : "(empty)");
-        }
-        if (row->field == &npupool_opt.log_level) log_set_level(npupool_opt.log_level);
+    /* The level first, so that it governs the warnings about the other options. */
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        if (option_table[i].type == OPT_LEVEL) parse_one(&option_table[i]);
+    log_set_level((enum log_level)npupool_config.log_level);
+    for (size_t i = 0; i < OPTION_COUNT; i++)
+        if (option_table[i].type != OPT_LEVEL) parse_one(&option_table[i]);
+    report_config_t *r = &npupool_config.report;
+    if (r->critical_ratio > 0 && r->critical_ratio < r->warn_ratio) {
+        log_warn("NPUPOOL_CRITICAL_RATIO (%g) is below NPUPOOL_WARN_RATIO (%g); using %g for both",
+                 r->critical_ratio, r->warn_ratio, r->warn_ratio);
+        r->critical_ratio = r->warn_ratio;
     }
-    if (npupool_opt.critical_ratio > 0 && npupool_opt.critical_ratio < npupool_opt.warn_ratio) {
-        log_warn(
-            "NPUPOOL_CRITICAL_RATIO (%g) is below NPUPOOL_WARN_RATIO (%g); using the warning ratio",
-            npupool_opt.critical_ratio, npupool_opt.warn_ratio);
-        npupool_opt.critical_ratio = npupool_opt.warn_ratio;
-    }
-    for (size_t i = 0; i < OPTION_COUNT; i++) render(&option_table[i]);
+    warn_unknown();
+    for (size_t i = 0; i < OPTION_COUNT; i++) render(&option_table[i], shown[i], sizeof shown[i]);
 }
 
 void options_init(void)
@@ -282,28 +266,37 @@ void options_init(void)
     pthread_once(&once, options_parse_all);
 }
 
-void options_log_effective(void)
+static const char *value_of(size_t i)
 {
-    for (size_t i = 0; i < OPTION_COUNT; i++)
-        log_info("option %s=%s", option_table[i].name, option_table[i].shown);
-}
-
-/* Strings are returned whole (a report path may be longer than `shown`). */
-static const char *row_value(const option_row_t *row)
-{
-    return row->parse == parse_string ? *(const char *const *)row->field : row->shown;
-}
-
-const char *npupool_option_str(const char *name)
-{
-    options_init();
-    for (size_t i = 0; i < OPTION_COUNT; i++)
-        if (!strcmp(option_table[i].name, name)) return row_value(&option_table[i]);
-    return NULL;
+    const option_def_t *o = &option_table[i];
+    return o->type == OPT_PATTERN ? *(const char *const *)field_of(o) : shown[i];
 }
 
 void options_for_each(void (*cb)(void *ctx, const char *name, const char *value), void *ctx)
 {
-    for (size_t i = 0; i < OPTION_COUNT; i++)
-        cb(ctx, option_table[i].name, row_value(&option_table[i]));
+    for (size_t i = 0; i < OPTION_COUNT; i++) cb(ctx, option_table[i].name, value_of(i));
+}
+
+void options_markdown(FILE *f)
+{
+    fprintf(f, "| variable | default | meaning |\n|---|---|---|\n");
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        const option_def_t *o = &option_table[i];
+        char range[112] = "";
+        if (o->type == OPT_NUMBER || o->type == OPT_COUNT || o->type == OPT_INT ||
+            o->type == OPT_SIZE) {
+            char r[96];
+            if (o->flags & OPT_UNIT_MIN) {
+                char unit[FMT_BYTES_LEN];
+                snprintf(r, sizeof r, "at least %s, or 0", fmt_bytes(unit, (uint64_t)o->min));
+            } else {
+                range_text(o, r, sizeof r);
+            }
+            snprintf(range, sizeof range, " (%s)", r);
+        }
+        if (o->dflt[0])
+            fprintf(f, "| `%s` | `%s` | %s%s |\n", o->name, o->dflt, o->help, range);
+        else
+            fprintf(f, "| `%s` | (unset) | %s%s |\n", o->name, o->help, range);
+    }
 }

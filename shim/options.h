@@ -1,48 +1,48 @@
-/* shim/options.h — npupool's configuration: one table of options read once from the environment.
+/* shim/options.h — npupool's configuration: one table of options, parsed once into one typed
+ * configuration that the shim keeps and passes down to the layers below.
  *
- * Owns: the effective value of every NPUPOOL_* variable.  options_init() parses the table once
- * (from the library constructor, before any hook does work); afterwards the values are read-only,
- * so readers need no lock.  A bad value prints one `npupool:` warning and keeps the default.
- * Accepted forms: booleans 1/0, true/false, on/off, yes/no; sizes with K/M/G/T (binary) suffixes;
- * ratios as decimals in (0, 1]; signals by number or name (USR2, SIGUSR2); 0 or "off" disables.
+ * Owns: every NPUPOOL_* environment variable.  The table in options.c holds, per option, its
+ * name, type, default, range, the field it fills and its help text; it is the only place any of
+ * them is written down.  From it come the parse (options_init), the values the report's "config"
+ * section lists and NPUPOOL_LOG=info prints (options_for_each), and the README's variable table
+ * (options_markdown; a test compares the two).
+ * Accepted forms: booleans 1/0, true/false, on/off, yes/no; sizes with K/M/G/T (binary)
+ * suffixes; numbers finite and within the option's range; signals by number or name (fault
+ * signals, KILL and STOP refused).  A bad value prints one `npupool:` line saying what was wrong
+ * and what is used instead (the default), and an unknown NPUPOOL_* variable one line naming the
+ * closest known option.
+ * Lifetime: options_init() parses once (pthread_once) at the first intercepted call; afterwards
+ * npupool_config is read-only and readers need no lock.  Strings point into the environment.
  */
-#ifndef NPUPOOL_OPTIONS_H
-#define NPUPOOL_OPTIONS_H
+#ifndef NPUPOOL_SHIM_OPTIONS_H
+#define NPUPOOL_SHIM_OPTIONS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
-typedef struct npupool_options {
-    double ratio;           /* NPUPOOL_RATIO: share of free HBM to reserve per device */
-    size_t pool_bytes;      /* NPUPOOL_POOL_BYTES: absolute pool size, 0 = use ratio */
-    int fallback;           /* NPUPOOL_FALLBACK: 1 = go to the runtime when the pool can't serve */
+#include "ledger.h"
+#include "report.h"
+
+typedef struct npupool_config {
+    double ratio;           /* NPUPOOL_RATIO: share of free HBM reserved per device */
+    size_t pool_bytes;      /* NPUPOOL_POOL_BYTES: absolute pool size, 0 = use the ratio */
+    int fallback;           /* NPUPOOL_FALLBACK: 1 = the runtime serves what the pool cannot */
     int disable;            /* NPUPOOL_DISABLE: 1 = pure pass-through */
     int log_level;          /* NPUPOOL_LOG: enum log_level */
-    int backtrace_depth;    /* NPUPOOL_BACKTRACE_DEPTH: frames per stack, 0 = off */
-    const char *report;     /* NPUPOOL_REPORT: report path pattern, "" = default when needed */
-    int report_signal;      /* NPUPOOL_REPORT_SIGNAL: signal number, 0 = off */
-    double report_interval; /* NPUPOOL_REPORT_INTERVAL: seconds between reports, 0 = off */
-    double warn_ratio;      /* NPUPOOL_WARN_RATIO: pool use that triggers a warning report */
-    double critical_ratio;  /* NPUPOOL_CRITICAL_RATIO: pool use that triggers a critical report */
-    long report_free_map;   /* NPUPOOL_REPORT_FREE_MAP: free-map entries per device in a report */
-    long report_live_map;   /* NPUPOOL_REPORT_LIVE_MAP: live-map entries per device in a report */
-    int report_symbols;     /* NPUPOOL_REPORT_SYMBOLS: 1 = symbolize frames in reports */
-    long report_oom_max;    /* NPUPOOL_REPORT_OOM_MAX: oom reports per process */
-    const char *trace;      /* NPUPOOL_TRACE: allocation trace path, "" = off */
-} npupool_options_t;
+    const char *trace;      /* NPUPOOL_TRACE: allocation trace path pattern, "" = off */
+    ledger_config_t ledger; /* NPUPOOL_BACKTRACE_DEPTH (dlsym is filled in by the shim) */
+    report_config_t report; /* NPUPOOL_REPORT* and the thresholds */
+} npupool_config_t;
 
-extern npupool_options_t npupool_opt; /* valid after options_init() */
+extern npupool_config_t npupool_config; /* valid after options_init() */
 
-void options_init(void);          /* idempotent; parses the environment once */
-void options_log_effective(void); /* one info line per option (NPUPOOL_LOG=info) */
+/* Parse the environment once (idempotent; thread-safe).  Warnings go to stderr. */
+void options_init(void);
 
-/* Effective value of an option as text ("" for an unset string); NULL for an unknown name. */
-const char *npupool_option_str(const char *name);
 /* Calls cb for each option in table order with its effective value as text. */
 void options_for_each(void (*cb)(void *ctx, const char *name, const char *value), void *ctx);
 
-/* Parsers, exposed for the tools and the tests: return 0 and set *out on success, -1 otherwise. */
-int options_parse_size(const char *text, size_t *out);
-int options_parse_bool(const char *text, int *out);
-int options_parse_signal(const char *text, int *out);
+/* The README's variable table (markdown rows, header included) into f. */
+void options_markdown(FILE *f);
 
 #endif

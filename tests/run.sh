@@ -14,7 +14,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 pass=0; fail=0; skip=0
 failed_names=()
-CASE_TIMEOUT=${NPUPOOL_TEST_TIMEOUT:-300}
+CASE_TIMEOUT=${TEST_TIMEOUT:-300}
 FILTER=${TEST_FILTER:-}
 
 run_unit() { # $1 = binary, $2 = variant

@@ -5,6 +5,9 @@
 # Integration programs (tests/programs/*.c) are plain ACL applications: they include only
 # <acl/acl.h>, link the fake runtime (SHIM_DLOPEN_PROGRAMS dlopen() it instead) and know nothing of npupool.
 UNIT_TESTS ?=
+PROG_DIR := $(BUILD)/tests/programs
+$(BUILD)/obj/tests/programs/%.o: INC := -Iinclude
+
 SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop
 SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen
 SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%)
@@ -17,7 +20,21 @@ $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: 
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LDFLAGS) -ldl
 
-ALL_TARGETS += $(UNIT_TESTS) $(SHIM_TEST_BINS)
+# Programs for the ledger and report cases (tests/cases/ledger_*.sh, report_*.sh): linked WITHOUT
+# -rdynamic (static functions are named from .symtab only).
+E2E_C  := leaks oom_puzzle signal_threads slow_leak dlopen_stress reset_finalize threshold
+E2E_CC := cxx_throw
+E2E_BINS := $(E2E_C:%=$(PROG_DIR)/%) $(E2E_CC:%=$(PROG_DIR)/%)
+
+$(E2E_C:%=$(PROG_DIR)/%): $(PROG_DIR)/%: $(BUILD)/obj/tests/programs/%.o $(FAKEACL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS) -ldl
+
+$(E2E_CC:%=$(PROG_DIR)/%): $(PROG_DIR)/%: $(BUILD)/obj/tests/programs/%.o $(FAKEACL_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
+
+ALL_TARGETS += $(UNIT_TESTS) $(SHIM_TEST_BINS) $(E2E_BINS)
 
 .PHONY: test test-plain
 test: all

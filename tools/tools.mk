@@ -48,7 +48,7 @@ traces: $(TRACE_GEN)
 # Unit tests.  test_tool_trace links the shim's recorder (and the shim's error sink).
 TOOL_TEST_BINS := $(BUILD)/tests/unit/test_tool_trace $(BUILD)/tests/unit/test_tool_replay \
                   $(BUILD)/tests/unit/test_tool_report
-$(BUILD)/tests/unit/test_tool_trace: $(BUILD)/obj/tests/unit/test_tool_trace.o $(BUILD)/obj/shim/trace.o \
+$(BUILD)/tests/unit/test_tool_trace: $(BUILD)/obj/tests/unit/test_tool_trace.o $(REPORT_LIB) \
                                      $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(TOOLS_LDLIBS)

@@ -9,7 +9,7 @@ got() { sed -n 's/^granted \([0-9]*\) blocks.*/\1/p' "$1"; }
 
 run_plain exhaust $blk >"$TMPDIR_CASE/plain" || fail "exhaust fails without the shim"
 NPUPOOL_FALLBACK=0 run_preloaded exhaust $blk >"$TMPDIR_CASE/nofb" 2>"$TMPDIR_CASE/nofb.err" || fail "exhaust fails with fallback off"
-grep -q 'refused with 207001 (exhausted)' "$TMPDIR_CASE/nofb.err" || fail "no clear refusal line: $(cat "$TMPDIR_CASE/nofb.err")"
+grep -q 'refused with 207001: exhausted' "$TMPDIR_CASE/nofb.err" || fail "no clear refusal line: $(cat "$TMPDIR_CASE/nofb.err")"
 [ "$(stat device_allocs)" -eq 1 ] || fail "fallback off: the runtime saw $(stat device_allocs) allocations, expected 1"
 NPUPOOL_FALLBACK=1 run_preloaded exhaust $blk >"$TMPDIR_CASE/fb" 2>/dev/null || fail "exhaust fails with fallback on"
 p=$(got "$TMPDIR_CASE/plain"); n=$(got "$TMPDIR_CASE/nofb"); f=$(got "$TMPDIR_CASE/fb")

@@ -20,16 +20,16 @@
 #include "ledger.h"
 #include "pool.h"
 #include "report.h"
-#include "shim_counters.h"
+#include "wire.h"
 
 #define RT_DEVICES 2
 
 static pool_t *rt_pool[RT_DEVICES];             /* pools of the made-up devices */
-static shim_counters_t rt_counters[RT_DEVICES]; /* their counters */
+static wire_counters_t rt_counters[RT_DEVICES]; /* their counters */
 static char rt_dir[256];                        /* scratch directory for reports */
 
 static void rt_for_each_device(void *ctx,
-                               void (*cb)(void *, int, pool_t *, const struct shim_counters *),
+                               void (*cb)(void *, int, pool_t *, const wire_counters_t *),
                                void *cbctx)
 {
     (void)ctx;
@@ -37,15 +37,41 @@ static void rt_for_each_device(void *ctx,
         if (rt_pool[d]) cb(cbctx, d, rt_pool[d], &rt_counters[d]);
 }
 
+static char rt_pattern[400];   /* the report path pattern of the test */
+static report_config_t rt_cfg; /* the configuration rt_init() passes */
+
+/* As the shim's option table would list them (a few). */
 static void rt_for_each_option(void *ctx, void (*cb)(void *, const char *, const char *),
                                void *cbctx)
 {
     (void)ctx;
+    char v[32];
     cb(cbctx, "NPUPOOL_RATIO", "0.8");
     cb(cbctx, "NPUPOOL_FALLBACK", "0");
+    cb(cbctx, "NPUPOOL_BACKTRACE_DEPTH", "16");
+    cb(cbctx, "NPUPOOL_REPORT", rt_cfg.pattern ? rt_cfg.pattern : "");
+    snprintf(v, sizeof v, "%ld", rt_cfg.free_map_max);
+    cb(cbctx, "NPUPOOL_REPORT_FREE_MAP", v);
 }
 
 static const report_source_t rt_source = {rt_for_each_device, rt_for_each_option, NULL};
+
+/* The shim's defaults (shim/options.c), with reports named `prefix`-%n.json in rt_dir. */
+static void rt_config_defaults(const char *prefix)
+{
+    snprintf(rt_pattern, sizeof rt_pattern, "%s/%s-%%n.json", rt_dir, prefix);
+    rt_cfg = (report_config_t){.pattern = rt_pattern,
+                               .signal = 0,
+                               .interval_s = 0,
+                               .warn_ratio = 0.85,
+                               .critical_ratio = 0.95,
+                               .free_map_max = 4096,
+                               .live_map_max = 4096,
+                               .symbols = 1,
+                               .oom_max = 10};
+}
+
+static void rt_init(void) { report_init(&rt_cfg, &rt_source); }
 
 /* Pool of `bytes` over a made-up range for device d (replacing any previous one). */
 static void rt_make_pool(int d, size_t bytes)
@@ -64,7 +90,7 @@ static uintptr_t rt_alloc(int d, size_t size, uint32_t stack_id)
         __atomic_fetch_add(&rt_counters[d].ooms, 1, __ATOMIC_RELAXED);
         return 0;
     }
-    ledger_record_alloc(a, d, size, granted, LEDGER_MALLOC, LEDGER_FROM_POOL, stack_id);
+    ledger_record_alloc(a, d, size, granted, VOCAB_MALLOC, VOCAB_FROM_POOL, stack_id);
     __atomic_fetch_add(&rt_counters[d].allocs, 1, __ATOMIC_RELAXED);
     return a;
 }

@@ -5,7 +5,7 @@
  * loader lock and running a constructor — needs.  npupool captures stacks before taking any lock,
  * so this must never hang.  Threads capture stacks and record/free allocations (taking the shard
  * locks) while one thread dlopen()s and dlclose()s libledger_ctor.so, whose constructor and
- * destructor themselves capture stacks (through this binary's exported ledger_capture_stack).
+ * destructor themselves capture stacks (through this binary's exported ledger_stack_capture).
  * A watchdog (alarm) turns a deadlock into a failure instead of a hung test.
  */
 #define _GNU_SOURCE
@@ -35,9 +35,8 @@ __attribute__((noinline)) static void *unwinder(void *arg)
 {
     uintptr_t base = ((uintptr_t)(intptr_t)arg + 1) << 36;
     for (uintptr_t i = 0; !stop; i++) {
-        uint32_t sid = ledger_capture_stack(0);
-        ledger_record_alloc(base + (i % 4096) * 64, 0, 64, 64, LEDGER_MALLOC, LEDGER_FROM_POOL,
-                            sid);
+        uint32_t sid = ledger_stack_capture(0);
+        ledger_record_alloc(base + (i % 4096) * 64, 0, 64, 64, VOCAB_MALLOC, VOCAB_FROM_POOL, sid);
         ledger_record_free(base + (i % 4096) * 64);
         captures++;
     }
@@ -69,7 +68,7 @@ static void on_alarm(int sig)
 static void test_unwind_during_dlopen(void **state)
 {
     (void)state;
-    ledger_init(32);
+    ledger_init(&(ledger_config_t){.backtrace_depth = 32});
     assert_int_equal(ledger_backtrace_depth(), 32);
     signal(SIGALRM, on_alarm);
     alarm(120);
@@ -89,7 +88,7 @@ static void test_unwind_during_dlopen(void **state)
     alarm(0);
     print_message("# %ld captures while loading/unloading 1000 times\n", (long)captures);
     assert_true(captures > 0);
-    assert_int_equal(ledger_live_count(-1), 0);
+    assert_int_equal(ledger_live_total(), 0);
     assert_int_equal(ledger_check(NULL, 0), 0);
 }
 

@@ -25,14 +25,14 @@ static int line_small, line_big, line_temp, line_oom;
 __attribute__((noipa)) static uintptr_t leak_small(void)
 {
     line_small = __LINE__ + 1;
-    uint32_t sid = ledger_capture_stack(0);
+    uint32_t sid = ledger_stack_capture(0);
     return rt_alloc(0, 1000, sid);
 }
 
 __attribute__((noipa)) uintptr_t leak_big(void) /* global: found in .symtab and .dynsym alike */
 {
     line_big = __LINE__ + 1;
-    uint32_t sid = ledger_capture_stack(0);
+    uint32_t sid = ledger_stack_capture(0);
     return rt_alloc(0, (size_t)1 << 20, sid);
 }
 
@@ -40,7 +40,7 @@ __attribute__((noipa)) static void temporary_work(void)
 {
     for (int i = 0; i < 50; i++) {
         line_temp = __LINE__ + 1;
-        uint32_t sid = ledger_capture_stack(0);
+        uint32_t sid = ledger_stack_capture(0);
         uintptr_t a = rt_alloc(0, 4096 + (size_t)i, sid);
         rt_free(0, a);
     }
@@ -60,16 +60,9 @@ static int setup(void **state)
 {
     (void)state;
     reset_all();
-    unsetenv("NPUPOOL_REPORT_FREE_MAP");
-    unsetenv("NPUPOOL_REPORT_INTERVAL");
-    unsetenv("NPUPOOL_REPORT_SIGNAL");
-    unsetenv("NPUPOOL_REPORT_SYMBOLS");
-    unsetenv("NPUPOOL_REPORT_OOM_MAX");
-    char pattern[400];
-    snprintf(pattern, sizeof pattern, "%s/report-%%n.json", rt_dir);
-    setenv("NPUPOOL_REPORT", pattern, 1);
-    ledger_init(16);
-    report_init(&rt_source);
+    rt_config_defaults("report");
+    ledger_init(&(ledger_config_t){.backtrace_depth = 16});
+    rt_init();
     return 0;
 }
 
@@ -98,31 +91,6 @@ static void check_frame0(const cJSON *leak, const char *function, int line)
     assert_string_equal(file + strlen(file) - strlen("tests/unit/test_report.c"),
                         "tests/unit/test_report.c");
     assert_int_equal((int)rt_num(f0, "line"), line);
-}
-
-/* ---- paths ------------------------------------------------------------------------------------- */
-
-static void test_expand_path(void **state)
-{
-    (void)state;
-    char out[256], want[256];
-    setenv("RANK", "3", 1);
-    assert_int_equal(report_expand_path("a-%p-%n-%r-%%-%x.json", 7, out, sizeof out), 0);
-    snprintf(want, sizeof want, "a-%d-7-3-%%-%%x.json", (int)getpid());
-    assert_string_equal(out, want);
-    unsetenv("RANK");
-    setenv("LOCAL_RANK", "5", 1);
-    assert_int_equal(report_expand_path("%r", 1, out, sizeof out), 0);
-    assert_string_equal(out, "5");
-    unsetenv("LOCAL_RANK");
-    assert_int_equal(report_expand_path("%r", 1, out, sizeof out), 0);
-    assert_string_equal(out, "0");
-    assert_int_equal(report_expand_path("t%t", 1, out, sizeof out), 0);
-    assert_int_equal(strlen(out), 1 + 16); /* t + YYYYmmddTHHMMSSZ */
-    assert_int_equal(report_expand_path(NULL, 2, out, sizeof out), 0);
-    snprintf(want, sizeof want, "npupool-report-%d-2.json", (int)getpid());
-    assert_string_equal(out, want);
-    assert_int_equal(report_expand_path("0123456789-%p", 1, out, 8), -1); /* does not fit */
 }
 
 /* ---- contents ---------------------------------------------------------------------------------- */
@@ -223,16 +191,16 @@ static void test_growth_between_reports(void **state)
 {
     (void)state;
     /* Two frames (the leaking function and make_leaks): the test's own call sites do not matter. */
-    ledger_init(2);
+    ledger_init(&(ledger_config_t){.backtrace_depth = 2});
     rt_make_pool(0, (size_t)64 << 20);
     uintptr_t big[3];
     make_leaks(3, 3, big);
-    assert_int_equal(report_write(REPORT_INTERVAL, -1), 0);
+    assert_int_equal(report_write(WIRE_TRIGGER_INTERVAL, -1), 0);
     /* small grows by 2, big shrinks by 1, temporary allocations leave nothing */
     make_leaks(2, 0, big);
     rt_free(0, big[0]);
     temporary_work();
-    assert_int_equal(report_write(REPORT_INTERVAL, -1), 0);
+    assert_int_equal(report_write(WIRE_TRIGGER_INTERVAL, -1), 0);
     cJSON *doc = rt_last_report();
     assert_string_equal(rt_str(doc, "trigger"), "interval");
     const cJSON *s = find_leak(doc, "leak_small"), *b = find_leak(doc, "leak_big");
@@ -249,7 +217,7 @@ static void test_growth_between_reports(void **state)
     cJSON_Delete(doc);
     /* nothing changed: no growth anywhere */
     temporary_work();
-    assert_int_equal(report_write(REPORT_INTERVAL, -1), 0);
+    assert_int_equal(report_write(WIRE_TRIGGER_INTERVAL, -1), 0);
     doc = rt_last_report();
     const cJSON *l;
     cJSON_ArrayForEach(l, rt_get(doc, "leaks"))
@@ -269,12 +237,12 @@ __attribute__((noipa)) static void fragment_pool(uintptr_t *blocks, int n)
 static void test_free_map_cap_keeps_largest(void **state)
 {
     (void)state;
-    setenv("NPUPOOL_REPORT_FREE_MAP", "3", 1);
-    report_init(&rt_source);
+    rt_cfg.free_map_max = 3;
+    rt_init();
     rt_make_pool(0, (size_t)1 << 30);
     uintptr_t blocks[20];
     fragment_pool(blocks, 20);
-    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
+    assert_int_equal(report_write(WIRE_TRIGGER_SIGNAL, -1), 0);
     cJSON *doc = rt_last_report();
     const cJSON *d0 = cJSON_GetArrayItem(rt_get(doc, "devices"), 0);
     const cJSON *fm = rt_get(d0, "free_map");
@@ -285,9 +253,9 @@ static void test_free_map_cap_keeps_largest(void **state)
     assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_FREE_MAP"), "3");
     cJSON_Delete(doc);
     /* cap 0: no map at all, everything counted */
-    setenv("NPUPOOL_REPORT_FREE_MAP", "0", 1);
-    report_init(&rt_source);
-    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
+    rt_cfg.free_map_max = 0;
+    rt_init();
+    assert_int_equal(report_write(WIRE_TRIGGER_SIGNAL, -1), 0);
     doc = rt_last_report();
     d0 = cJSON_GetArrayItem(rt_get(doc, "devices"), 0);
     assert_int_equal(cJSON_GetArraySize(rt_get(d0, "free_map")), 0);
@@ -301,13 +269,25 @@ static void test_free_map_cap_keeps_largest(void **state)
 __attribute__((noipa)) static int ask_for_two_gib(void)
 {
     line_oom = __LINE__ + 1;
-    uint32_t sid = ledger_capture_stack(0);
+    uint32_t sid = ledger_stack_capture(0);
     uintptr_t a = rt_alloc(0, (size_t)2 << 30, sid);
     if (a) return 0;
     pool_stats_t st;
     pool_get_stats(rt_pool[0], &st);
-    report_oom_info_t info = {(size_t)2 << 30,       0,   "aclrtMalloc",         st.free_bytes,
-                              st.largest_free_bytes, sid, ((size_t)2 << 30) + 32};
+    /* what the shim passes: the pool's classification and its sentence */
+    const char *kind = st.free_bytes >= ((size_t)2 << 30) + 32 ? "fragmentation" : "exhausted";
+    char reason[128];
+    snprintf(reason, sizeof reason, "%s: %zu free, largest block %zu", kind, st.free_bytes,
+             st.largest_free_bytes);
+    report_oom_info_t info = {.requested_bytes = (size_t)2 << 30,
+                              .granted_bytes = ((size_t)2 << 30) + 32,
+                              .device = 0,
+                              .entry = VOCAB_MALLOC,
+                              .stack_id = sid,
+                              .kind = kind,
+                              .reason = reason,
+                              .free_bytes = st.free_bytes,
+                              .largest_free_bytes = st.largest_free_bytes};
     report_oom(&info);
     return 207001;
 }
@@ -337,8 +317,8 @@ static void test_oom_report_explains_fragmentation(void **state)
     const char *reason = rt_str(oom, "reason");
     assert_non_null(reason);
     print_message("# oom reason: %s\n", reason ? reason : "?");
-    assert_true(!strncmp(reason, "fragmentation: ", 15));
-    assert_non_null(strstr(reason, "GiB free, largest block 1.0 GiB"));
+    assert_true(!strncmp(reason, "fragmentation: ", 15)); /* the shim's text, written as given */
+    assert_string_equal(rt_str(oom, "kind"), "fragmentation");
     const cJSON *f0 = cJSON_GetArrayItem(rt_get(oom, "frames"), 0);
     assert_string_equal(rt_str(f0, "function"), "ask_for_two_gib");
     assert_int_equal((int)rt_num(f0, "line"), line_oom);
@@ -356,8 +336,8 @@ static void test_oom_report_explains_fragmentation(void **state)
     /* exhausted (not fragmented): everything taken */
     for (int i = 0; i < n; i += 2) blocks[i] = rt_alloc(0, (size_t)1 << 30, 0);
     sleep(1);
-    setenv("NPUPOOL_REPORT_OOM_MAX", "100", 1);
-    report_init(&rt_source);
+    rt_cfg.oom_max = 100;
+    rt_init();
     assert_int_equal(ask_for_two_gib(), 207001);
     doc = rt_last_report();
     reason = rt_str(doc, "oom.reason");
@@ -378,12 +358,12 @@ static void test_write_failures_cost_one_line(void **state)
     char err[2048];
     const char *bad[] = {"/nonexistent-npupool-dir/r.json", "/dev/full", "/"};
     for (size_t i = 0; i < 3; i++) {
-        setenv("NPUPOOL_REPORT", bad[i], 1);
-        report_init(&rt_source);
+        rt_cfg.pattern = bad[i];
+        rt_init();
         report_stats_t before, after;
         report_get_stats(&before);
         rt_stderr_begin();
-        int r = report_write(REPORT_SIGNAL, -1);
+        int r = report_write(WIRE_TRIGGER_SIGNAL, -1);
         int lines = rt_stderr_end(err, sizeof err);
         print_message("# %s -> %s", bad[i], err);
         assert_int_equal(r, -1);
@@ -399,48 +379,21 @@ static void test_write_failures_cost_one_line(void **state)
     char longp[5000];
     memset(longp, 'a', sizeof longp - 1);
     longp[sizeof longp - 1] = 0;
-    setenv("NPUPOOL_REPORT", longp, 1);
-    report_init(&rt_source);
+    rt_cfg.pattern = longp;
+    rt_init();
     rt_stderr_begin();
-    assert_int_equal(report_write(REPORT_SIGNAL, -1), -1);
+    assert_int_equal(report_write(WIRE_TRIGGER_SIGNAL, -1), -1);
     assert_int_equal(rt_stderr_end(NULL, 0), 1);
-}
-
-static void test_invalid_options_one_line_each(void **state)
-{
-    (void)state;
-    setenv("NPUPOOL_REPORT_INTERVAL", "soon", 1);
-    setenv("NPUPOOL_REPORT_FREE_MAP", "-5", 1);
-    setenv("NPUPOOL_REPORT_SIGNAL", "SIGBOGUS", 1);
-    setenv("NPUPOOL_REPORT_SYMBOLS", "maybe", 1);
-    char err[4096];
-    rt_stderr_begin();
-    report_init(&rt_source);
-    report_init(&rt_source); /* read again: no second message */
-    int lines = rt_stderr_end(err, sizeof err);
-    print_message("%s", err);
-    assert_int_equal(lines, 4);
-    assert_non_null(strstr(err, "NPUPOOL_REPORT_INTERVAL=\"soon\""));
-    assert_non_null(strstr(err, "NPUPOOL_REPORT_FREE_MAP=\"-5\""));
-    assert_non_null(strstr(err, "NPUPOOL_REPORT_SIGNAL=\"SIGBOGUS\""));
-    assert_non_null(strstr(err, "NPUPOOL_REPORT_SYMBOLS=\"maybe\""));
-    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
-    cJSON *doc = rt_last_report();
-    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_INTERVAL"), "0");
-    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_FREE_MAP"), "4096");
-    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_SIGNAL"), "12");
-    assert_string_equal(rt_str(doc, "config.NPUPOOL_REPORT_SYMBOLS"), "1");
-    cJSON_Delete(doc);
 }
 
 static void test_symbols_off(void **state)
 {
     (void)state;
-    setenv("NPUPOOL_REPORT_SYMBOLS", "0", 1);
-    report_init(&rt_source);
+    rt_cfg.symbols = 0;
+    rt_init();
     rt_make_pool(0, (size_t)64 << 20);
     leak_small();
-    assert_int_equal(report_write(REPORT_SIGNAL, -1), 0);
+    assert_int_equal(report_write(WIRE_TRIGGER_SIGNAL, -1), 0);
     cJSON *doc = rt_last_report();
     const cJSON *f0 =
         cJSON_GetArrayItem(rt_get(cJSON_GetArrayItem(rt_get(doc, "leaks"), 0), "frames"), 0);
@@ -457,8 +410,8 @@ static void test_exit_report_only_when_needed(void **state)
     char cwd[512];
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(chdir(rt_dir), 0);
-    unsetenv("NPUPOOL_REPORT");
-    report_init(&rt_source);
+    rt_cfg.pattern = NULL;
+    rt_init();
     rt_make_pool(0, (size_t)64 << 20);
     report_stats_t a, b;
     report_get_stats(&a);
@@ -487,8 +440,8 @@ static void test_devices_without_pool(void **state)
     (void)state;
     rt_make_pool(0, (size_t)64 << 20);
     leak_small();
-    ledger_record_alloc(0x5000000, 1, 4096, 4160, LEDGER_MALLOC, LEDGER_FROM_FALLBACK, 0);
-    assert_int_equal(report_write(REPORT_RESET, 1), 0);
+    ledger_record_alloc(0x5000000, 1, 4096, 4160, VOCAB_MALLOC, VOCAB_FROM_FALLBACK, 0);
+    assert_int_equal(report_write(WIRE_TRIGGER_RESET, 1), 0);
     cJSON *doc = rt_last_report();
     assert_string_equal(rt_str(doc, "trigger"), "reset");
     assert_int_equal((int)rt_num(doc, "trigger_device"), 1);
@@ -519,14 +472,14 @@ static void test_fork_child_reports_only_its_own_leaks(void **state)
     (void)state;
     static int registered;
     if (!registered) {
-        pthread_atfork(report_atfork_prepare, report_atfork_parent, report_atfork_child);
+        pthread_atfork(report_fork_prepare, report_fork_parent, report_fork_child);
         registered = 1;
     }
     char cwd[512];
     assert_non_null(getcwd(cwd, sizeof cwd));
     assert_int_equal(chdir(rt_dir), 0);
-    unsetenv("NPUPOOL_REPORT");
-    report_init(&rt_source);
+    rt_cfg.pattern = NULL;
+    rt_init();
     rt_make_pool(0, (size_t)64 << 20);
     leak_small(); /* the parent's */
     pid_t pid = fork();
@@ -565,13 +518,11 @@ static int group_teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_expand_path, setup),
         cmocka_unit_test_setup(test_exit_report_names_the_leaks, setup),
         cmocka_unit_test_setup(test_growth_between_reports, setup),
         cmocka_unit_test_setup(test_free_map_cap_keeps_largest, setup),
         cmocka_unit_test_setup(test_oom_report_explains_fragmentation, setup),
         cmocka_unit_test_setup(test_write_failures_cost_one_line, setup),
-        cmocka_unit_test_setup(test_invalid_options_one_line_each, setup),
         cmocka_unit_test_setup(test_symbols_off, setup),
         cmocka_unit_test_setup(test_exit_report_only_when_needed, setup),
         cmocka_unit_test_setup(test_devices_without_pool, setup),

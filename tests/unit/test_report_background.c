@@ -36,14 +36,10 @@ static int setup(void **state)
 {
     (void)state;
     reset_all();
-    unsetenv("NPUPOOL_REPORT_INTERVAL");
-    unsetenv("NPUPOOL_REPORT_SIGNAL");
-    unsetenv("NPUPOOL_WARN_RATIO");
-    unsetenv("NPUPOOL_CRITICAL_RATIO");
-    char pattern[400];
-    snprintf(pattern, sizeof pattern, "%s/bg-%%n.json", rt_dir);
-    setenv("NPUPOOL_REPORT", pattern, 1);
-    ledger_init(2); /* the allocating function and its caller: sites independent of the test */
+    rt_config_defaults("bg");
+    ledger_init(&(ledger_config_t){
+        .backtrace_depth =
+            2}); /* the allocating function and its caller: sites independent of the test */
     return 0;
 }
 
@@ -75,7 +71,7 @@ typedef struct worker {
 
 __attribute__((noipa)) static uintptr_t busy_alloc(int id)
 {
-    uint32_t sid = ledger_capture_stack(0);
+    uint32_t sid = ledger_stack_capture(0);
     return rt_alloc(0, 512 + (size_t)(id * 64), sid);
 }
 
@@ -101,8 +97,8 @@ static void *worker_main(void *arg)
 static void test_signal_reports_while_threads_allocate(void **state)
 {
     (void)state;
-    setenv("NPUPOOL_REPORT_SIGNAL", "USR2", 1);
-    report_init(&rt_source);
+    rt_cfg.signal = SIGUSR2;
+    rt_init();
     rt_make_pool(0, (size_t)256 << 20);
     report_start_background();
     struct sigaction sa;
@@ -155,8 +151,8 @@ static void test_application_handler_is_kept(void **state)
 {
     (void)state;
     signal(SIGUSR1, app_handler);
-    setenv("NPUPOOL_REPORT_SIGNAL", "SIGUSR1", 1);
-    report_init(&rt_source);
+    rt_cfg.signal = SIGUSR1;
+    rt_init();
     report_start_background();
     struct sigaction sa;
     sigaction(SIGUSR1, NULL, &sa);
@@ -175,10 +171,10 @@ static void test_application_handler_is_kept(void **state)
 static void test_signal_zero_disables(void **state)
 {
     (void)state;
-    setenv("NPUPOOL_REPORT_SIGNAL", "0", 1);
-    setenv("NPUPOOL_WARN_RATIO", "0", 1);
-    setenv("NPUPOOL_CRITICAL_RATIO", "0", 1);
-    report_init(&rt_source);
+    rt_cfg.signal = 0;
+    rt_cfg.warn_ratio = 0;
+    rt_cfg.critical_ratio = 0;
+    rt_init();
     report_start_background();
     struct sigaction sa;
     sigaction(SIGUSR2, NULL, &sa);
@@ -190,13 +186,13 @@ static void test_signal_zero_disables(void **state)
 
 __attribute__((noipa)) static uintptr_t slow_leak(void)
 {
-    uint32_t sid = ledger_capture_stack(0);
+    uint32_t sid = ledger_stack_capture(0);
     return rt_alloc(0, 4096, sid);
 }
 
 __attribute__((noipa)) static void balanced(void)
 {
-    uint32_t sid = ledger_capture_stack(0);
+    uint32_t sid = ledger_stack_capture(0);
     uintptr_t a = rt_alloc(0, 8192, sid);
     rt_free(0, a);
 }
@@ -215,8 +211,8 @@ static const cJSON *leak_named(const cJSON *doc, const char *fn)
 static void test_interval_reports_show_slow_leak(void **state)
 {
     (void)state;
-    setenv("NPUPOOL_REPORT_INTERVAL", "0.25", 1);
-    report_init(&rt_source);
+    rt_cfg.interval_s = 0.25;
+    rt_init();
     rt_make_pool(0, (size_t)256 << 20);
     uint64_t first = written() + 1;
     report_start_background();
@@ -258,9 +254,9 @@ static void test_interval_reports_show_slow_leak(void **state)
 static void test_threshold_crossings(void **state)
 {
     (void)state;
-    setenv("NPUPOOL_WARN_RATIO", "0.85", 1);
-    setenv("NPUPOOL_CRITICAL_RATIO", "0.95", 1);
-    report_init(&rt_source);
+    rt_cfg.warn_ratio = 0.85;
+    rt_cfg.critical_ratio = 0.95;
+    rt_init();
     rt_make_pool(1, (size_t)1 << 30);
     report_start_background();
     char err[2048];

@@ -64,9 +64,8 @@ static void child_roundtrip(void)
 {
     char p[128];
     path_of(p, sizeof p, "rt.trace");
-    setenv("NPUPOOL_TRACE", p, 1);
-    if (trace_open_from_env() != 1) _exit(10);
-    if (trace_open_from_env() != 1) _exit(11); /* idempotent */
+    if (trace_open(p) != 1) _exit(10);
+    if (trace_open(p) != 1) _exit(11); /* idempotent */
     trace_alloc(0, 0x1000, 100);
     trace_alloc(1, 0x1000, 200); /* same address on another device: a different allocation */
     trace_free(0, 0x1000);
@@ -117,8 +116,7 @@ static void child_threads(void)
 {
     char p[128];
     path_of(p, sizeof p, "threads.trace");
-    setenv("NPUPOOL_TRACE", p, 1);
-    if (trace_open_from_env() != 1) _exit(10);
+    if (trace_open(p) != 1) _exit(10);
     pthread_t th[NTHREADS];
     for (uintptr_t i = 0; i < NTHREADS; i++)
         if (pthread_create(&th[i], NULL, thread_body, (void *)i) != 0) _exit(11);
@@ -147,9 +145,8 @@ static void child_fork(void)
 {
     char tmpl[128];
     path_of(tmpl, sizeof tmpl, "fork-%p.trace");
-    setenv("NPUPOOL_TRACE", tmpl, 1);
-    pthread_atfork(trace_atfork_prepare, trace_atfork_parent, trace_atfork_child);
-    if (trace_open_from_env() != 1) _exit(10);
+    pthread_atfork(trace_fork_prepare, trace_fork_parent, trace_fork_child);
+    if (trace_open(tmpl) != 1) _exit(10);
     for (uintptr_t i = 0; i < 10; i++)
         trace_alloc(0, 0x10000 + i * 64, 64); /* buffered, unwritten */
     pid_t kid = fork();
@@ -202,9 +199,8 @@ static void child_fork_nopid(void)
 {
     char p[128];
     path_of(p, sizeof p, "nopid.trace");
-    setenv("NPUPOOL_TRACE", p, 1);
-    pthread_atfork(trace_atfork_prepare, trace_atfork_parent, trace_atfork_child);
-    if (trace_open_from_env() != 1) _exit(10);
+    pthread_atfork(trace_fork_prepare, trace_fork_parent, trace_fork_child);
+    if (trace_open(p) != 1) _exit(10);
     trace_alloc(0, 0x10000, 64);
     pid_t kid = fork();
     if (kid == 0) {
@@ -230,13 +226,12 @@ static void test_fork_no_pid(void **state)
 
 static void child_off(void)
 {
-    unsetenv("NPUPOOL_TRACE");
-    if (trace_open_from_env() != 0) _exit(10);
+    if (trace_open(NULL) != 0) _exit(10);
     trace_alloc(0, 0x1000, 1);
     trace_free(0, 0x1000);
     trace_flush();
-    setenv("NPUPOOL_TRACE", "/nonexistent-dir/x/y.trace", 1);
-    if (trace_open_from_env() != 0) _exit(11); /* one message, tracing stays off */
+    if (trace_open("/nonexistent-dir/x/y.trace") != 0)
+        _exit(11); /* one message, tracing stays off */
     trace_alloc(0, 0x1000, 1);
 }
 

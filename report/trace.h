@@ -1,4 +1,4 @@
-/* shim/trace.h — the allocation trace recorder (NPUPOOL_TRACE=path).
+/* report/trace.h — the allocation trace recorder (NPUPOOL_TRACE=path).
  *
  * Owns: the trace file of one process.  The shim calls trace_alloc() after a successful device
  * allocation and trace_free() BEFORE handing the block back (so the address cannot be handed out
@@ -25,12 +25,11 @@
 extern "C" {
 #endif
 
-#define TRACE_FORMAT "npupool-trace/1"
-
-/* Read NPUPOOL_TRACE (%p = pid, %% = %), open the file and write the header.
- * Returns 1 when tracing is on, 0 when off (unset, empty, or the file cannot be opened: one
- * error line).  Calling it again while tracing is on returns 1 and changes nothing. */
-int trace_open_from_env(void);
+/* Open the trace file of `pattern` (NPUPOOL_TRACE; %p %t %r %% as base/path.h expands them, %n =
+ * 1) and write the header.  Returns 1 when tracing is on, 0 when off (NULL, empty, or the file
+ * cannot be opened: one error line).  Calling it again while tracing is on returns 1 and changes
+ * nothing. */
+int trace_open(const char *pattern);
 
 /* size = the bytes the application requested. */
 void trace_alloc(int device, uintptr_t ptr, size_t size);
@@ -39,10 +38,10 @@ void trace_free(int device, uintptr_t ptr);
 /* Write the buffered lines (at exit; safe to call more than once and from any thread). */
 void trace_flush(void);
 
-/* pthread_atfork handlers (the shim registers them, in its own order with the pool's). */
-void trace_atfork_prepare(void);
-void trace_atfork_parent(void);
-void trace_atfork_child(void);
+/* Fork handlers (shim/fork.c runs them in its lock-order table). */
+void trace_fork_prepare(void);
+void trace_fork_parent(void);
+void trace_fork_child(void);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* ledger/report_json.c — building one "npupool-report/1" document (docs/report.md).
+/* report/report_json.c — building one "npupool-report/1" document (docs/report.md).
  *
  * Owns: the document's layout and the pool figures.  Pool figures of a device come from ONE
  * pool_walk (one hold of the pool lock): allocated, free, largest free, free blocks, live blocks,
@@ -22,26 +22,11 @@
 #include <unistd.h>
 
 #include "report_internal.h"
-#include "shim_counters.h"
+#include "rank.h"
 #include "symbolize.h"
 
-/* The shim's per-device counters, in report order. */
-#define REPORT_COUNTERS(X)                                                                        \
-    X(allocs)                                                                                     \
-    X(frees) X(fallback_allocs) X(fallback_frees) X(fallback_bytes) X(passthrough_allocs) X(ooms) \
-        X(invalid_frees) X(forwarded_frees) X(real_allocs) X(real_frees) X(pool_reservations)     \
-            X(reservation_failures)
-
-static const char *trigger_names[REPORT_TRIGGER_COUNT] = {
-    "exit", "finalize", "signal", "interval", "oom", "reset", "threshold",
-};
-
-const char *report_trigger_name(enum report_trigger trigger)
-{
-    return (unsigned)trigger < REPORT_TRIGGER_COUNT ? trigger_names[trigger] : "unknown";
-}
-
-LEDGER_HIDDEN void report_iso_time(double epoch_s, char *buf, size_t len)
+/* ISO 8601 UTC with milliseconds ("2024-05-01T12:00:00.123Z"). */
+static void iso_time(double epoch_s, char *buf, size_t len)
 {
     time_t t = (time_t)epoch_s;
     struct tm tm;
@@ -91,16 +76,6 @@ static void ref(jb_t *b, cJSON *o, const char *n, const char *v)
 
 /* ---- process ----------------------------------------------------------------------------------- */
 
-static int rank_of_process(void)
-{
-    const char *v = getenv("RANK");
-    if (!v || !*v) v = getenv("LOCAL_RANK");
-    if (!v || !*v) return 0;
-    char *end;
-    long r = strtol(v, &end, 10);
-    return *end || r < 0 || r > 1000000 ? 0 : (int)r;
-}
-
 static cJSON *build_process(jb_t *b, const report_input_t *in)
 {
     cJSON *p = cJSON_CreateObject();
@@ -124,11 +99,12 @@ static cJSON *build_process(jb_t *b, const report_input_t *in)
     gethostname(host, sizeof host - 1);
     host[sizeof host - 1] = 0;
     str(b, p, "hostname", host);
-    num(b, p, "rank", rank_of_process());
+    int rank = rank_get();
+    num(b, p, "rank", rank < 0 ? 0 : rank);
     char t[64];
-    report_iso_time(in->start_wall_s, t, sizeof t);
+    iso_time(in->start_wall_s, t, sizeof t);
     str(b, p, "start_time", t);
-    report_iso_time(in->now_wall_s, t, sizeof t);
+    iso_time(in->now_wall_s, t, sizeof t);
     str(b, p, "dump_time", t);
     num(b, p, "uptime_s", in->now_wall_s - in->start_wall_s);
     return p;
@@ -154,28 +130,6 @@ static cJSON *build_config(jb_t *b, const report_input_t *in)
     if (!o) return NULL;
     opt_ctx_t c = {b, o};
     if (in->src && in->src->for_each_option) in->src->for_each_option(in->src->ctx, option_cb, &c);
-    /* The report's own options, when the source's table does not list them (yet). */
-    const report_config_t *cfg = in->cfg;
-    char v[64];
-    option_cb(&c, "NPUPOOL_REPORT", cfg->pattern);
-    snprintf(v, sizeof v, "%d", cfg->signal);
-    option_cb(&c, "NPUPOOL_REPORT_SIGNAL", v);
-    snprintf(v, sizeof v, "%g", cfg->interval_s);
-    option_cb(&c, "NPUPOOL_REPORT_INTERVAL", v);
-    snprintf(v, sizeof v, "%d", cfg->backtrace_depth);
-    option_cb(&c, "NPUPOOL_BACKTRACE_DEPTH", v);
-    snprintf(v, sizeof v, "%g", cfg->warn_ratio);
-    option_cb(&c, "NPUPOOL_WARN_RATIO", v);
-    snprintf(v, sizeof v, "%g", cfg->critical_ratio);
-    option_cb(&c, "NPUPOOL_CRITICAL_RATIO", v);
-    snprintf(v, sizeof v, "%ld", cfg->free_map_max);
-    option_cb(&c, "NPUPOOL_REPORT_FREE_MAP", v);
-    snprintf(v, sizeof v, "%ld", cfg->live_map_max);
-    option_cb(&c, "NPUPOOL_REPORT_LIVE_MAP", v);
-    snprintf(v, sizeof v, "%d", cfg->symbols);
-    option_cb(&c, "NPUPOOL_REPORT_SYMBOLS", v);
-    snprintf(v, sizeof v, "%ld", cfg->oom_max);
-    option_cb(&c, "NPUPOOL_REPORT_OOM_MAX", v);
     return o;
 }
 
@@ -401,7 +355,8 @@ typedef struct dev_ctx {
     cJSON *arr; /* "devices" */
     const report_input_t *in;
     const site_key_t *keys; /* sites sorted by (device, stack) with their "leaks" index */
-    uint64_t seen[4];       /* bitmap of devices 0..255 already listed */
+    uint64_t seen;          /* bit d: device d listed (NPUPOOL_MAX_DEVICES = 64) */
+    int seen_unknown;       /* the unknown device (-1) listed */
 } dev_ctx_t;
 
 static void live_figures(jb_t *b, cJSON *dev, const report_input_t *in, int device)
@@ -418,14 +373,22 @@ static void live_figures(jb_t *b, cJSON *dev, const report_input_t *in, int devi
     num(b, dev, "live_granted_bytes", (double)granted);
 }
 
-static void device_cb(void *ctx, int device, pool_t *pool, const struct shim_counters *counters)
+_Static_assert(NPUPOOL_MAX_DEVICES <= 64, "dev_ctx_t.seen has a bit per device");
+
+static int dev_listed(const dev_ctx_t *c, int device)
+{
+    return vocab_device_known(device) ? (int)((c->seen >> device) & 1) : c->seen_unknown;
+}
+
+static void device_cb(void *ctx, int device, pool_t *pool, const wire_counters_t *counters)
 {
     dev_ctx_t *c = ctx;
     jb_t *b = c->b;
-    if (device >= 0 && device < 256) {
-        if (c->seen[device / 64] & (1ull << (device % 64))) return;
-        c->seen[device / 64] |= 1ull << (device % 64);
-    }
+    if (dev_listed(c, device)) return;
+    if (vocab_device_known(device))
+        c->seen |= 1ull << device;
+    else
+        c->seen_unknown = 1;
     cJSON *d = cJSON_CreateObject();
     if (!d) {
         b->oom = 1;
@@ -446,8 +409,8 @@ static void device_cb(void *ctx, int device, pool_t *pool, const struct shim_cou
     }
     cJSON *cn = add(b, d, "counters", cJSON_CreateObject());
     if (cn && counters) {
-#define COUNTER(f) num(b, cn, #f, (double)__atomic_load_n(&counters->f, __ATOMIC_RELAXED));
-        REPORT_COUNTERS(COUNTER)
+#define COUNTER(field, meaning) num(b, cn, #field, (double)wire_counter_get(counters, field));
+        WIRE_COUNTERS(COUNTER)
 #undef COUNTER
     }
     live_figures(b, d, c->in, device);
@@ -462,13 +425,12 @@ static cJSON *build_devices(jb_t *b, const report_input_t *in)
     for (size_t i = 0; keys && i < in->nsites; i++)
         keys[i] = (site_key_t){in->sites[i].device, in->sites[i].stack_id, i};
     if (keys && in->nsites > 1) qsort(keys, in->nsites, sizeof *keys, site_key_cmp);
-    dev_ctx_t c = {b, arr, in, keys, {0}};
+    dev_ctx_t c = {.b = b, .arr = arr, .in = in, .keys = keys};
     if (in->src && in->src->for_each_device) in->src->for_each_device(in->src->ctx, device_cb, &c);
     /* Devices with live records the source did not list (no pool, e.g. after a reset). */
     for (size_t i = 0; i < in->nsites; i++) {
         int d = in->sites[i].device;
-        if (d >= 0 && d < 256 && !(c.seen[d / 64] & (1ull << (d % 64))))
-            device_cb(&c, d, NULL, NULL);
+        if (!dev_listed(&c, d)) device_cb(&c, d, NULL, NULL);
     }
     free(keys);
     return arr;
@@ -545,9 +507,9 @@ static cJSON *build_frames(jb_t *b, symbolizer_t *sym, uint32_t stack_id, tbuf_t
     t->oom = 0;
     tb_put(t, "[", 1);
     for (int i = 0; i < depth; i++) {
-        sym_frame_t f;
+        symbolize_frame_t f;
         if (sym) {
-            sym_lookup(sym, pcs[i], &f);
+            symbolize_lookup(sym, pcs[i], &f);
         } else {
             memset(&f, 0, sizeof f);
             f.pc = pcs[i];
@@ -612,10 +574,10 @@ static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, 
                          : 0.0;
         num(b, o, "oldest_age_s", age);
         num(b, o, "stack_id", s->stack_id);
-        ref(b, o, "entry_point", ledger_entry_name((enum ledger_entry)s->entry));
+        ref(b, o, "entry_point", vocab_entry_name((enum vocab_entry)s->entry));
         cJSON *orig = add(b, o, "origins", cJSON_CreateObject());
-        for (int k = 0; orig && k < LEDGER_ORIGIN_COUNT; k++)
-            num(b, orig, ledger_origin_name((enum ledger_origin)k), (double)s->by_origin[k]);
+        for (int k = 0; orig && k < VOCAB_ORIGIN_COUNT; k++)
+            num(b, orig, vocab_origin_name((enum vocab_origin)k), (double)s->by_origin[k]);
         const report_baseline_entry_t *prev = baseline_find(in, s->device, s->stack_id);
         cJSON *g = add(b, o, "growth", cJSON_CreateObject());
         if (g) {
@@ -639,19 +601,11 @@ static cJSON *build_oom(jb_t *b, const report_input_t *in, symbolizer_t *sym, tb
     num(b, j, "requested_bytes", (double)o->requested_bytes);
     num(b, j, "granted_bytes", (double)need);
     num(b, j, "device", o->device);
-    str(b, j, "entry_point", o->entry_point ? o->entry_point : "unknown");
+    str(b, j, "entry_point", vocab_entry_name(o->entry));
     num(b, j, "free_bytes", (double)o->free_bytes);
     num(b, j, "largest_free_bytes", (double)o->largest_free_bytes);
-    char reason[256], f1[32], f2[32], f3[32];
-    ledger_human_bytes((double)o->free_bytes, f1, sizeof f1);
-    ledger_human_bytes((double)o->largest_free_bytes, f2, sizeof f2);
-    ledger_human_bytes((double)o->requested_bytes, f3, sizeof f3);
-    if (o->free_bytes >= need && o->largest_free_bytes < need)
-        snprintf(reason, sizeof reason, "fragmentation: %s free, largest block %s, %s requested",
-                 f1, f2, f3);
-    else
-        snprintf(reason, sizeof reason, "exhausted: %s free, %s requested", f1, f3);
-    str(b, j, "reason", reason);
+    str(b, j, "kind", o->kind ? o->kind : "unknown");
+    str(b, j, "reason", o->reason ? o->reason : "");
     num(b, j, "stack_id", o->stack_id);
     num(b, j, "reports_suppressed", (double)in->oom_suppressed);
     add(b, j, "frames", build_frames(b, sym, o->stack_id, t));
@@ -687,21 +641,21 @@ static cJSON *build_ledger(jb_t *b, const report_input_t *in)
     num(b, j, "stacks", (double)m.stacks);
     num(b, j, "stack_bytes", (double)m.stack_bytes);
     num(b, j, "stacks_dropped", (double)m.stacks_dropped);
-    num(b, j, "backtrace_depth", in->cfg->backtrace_depth);
+    num(b, j, "backtrace_depth", in->backtrace_depth);
     num(b, j, "reports_written", (double)in->stats->written);
     num(b, j, "reports_failed", (double)in->stats->failed);
     return j;
 }
 
-LEDGER_HIDDEN cJSON *report_build(const report_input_t *in, struct symbolizer **sym_out)
+REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symbolizer **sym_out)
 {
     *sym_out = NULL;
     jb_t b = {0};
     cJSON *doc = cJSON_CreateObject();
     if (!doc) return NULL;
-    symbolizer_t *sym = sym_open(in->cfg->symbols);
-    str(&b, doc, "schema", REPORT_SCHEMA);
-    str(&b, doc, "trigger", report_trigger_name(in->trigger));
+    symbolizer_t *sym = symbolize_open(in->cfg->symbols);
+    str(&b, doc, "schema", WIRE_REPORT_SCHEMA);
+    str(&b, doc, "trigger", wire_trigger_name(in->trigger));
     num(&b, doc, "trigger_device", in->device);
     num(&b, doc, "sequence", (double)in->seq);
     add(&b, doc, "process", build_process(&b, in));
@@ -710,13 +664,13 @@ LEDGER_HIDDEN cJSON *report_build(const report_input_t *in, struct symbolizer **
     add(&b, doc, "devices", build_devices(&b, in));
     tbuf_t t = {0};
     add(&b, doc, "leaks", build_leaks(&b, in, sym, &t));
-    if (in->trigger == REPORT_OOM && in->oom) add(&b, doc, "oom", build_oom(&b, in, sym, &t));
+    if (in->trigger == WIRE_TRIGGER_OOM && in->oom) add(&b, doc, "oom", build_oom(&b, in, sym, &t));
     free(t.p);
-    if (in->trigger == REPORT_THRESHOLD && in->threshold)
+    if (in->trigger == WIRE_TRIGGER_THRESHOLD && in->threshold)
         add(&b, doc, "threshold", build_threshold(&b, in->threshold));
     if (b.oom) {
         cJSON_Delete(doc);
-        sym_close(sym);
+        symbolize_close(sym);
         return NULL;
     }
     *sym_out = sym; /* its strings are referenced by the document: closed after printing */

@@ -1,8 +1,8 @@
-/* ledger/stack.c — stack capture and interning.
+/* ledger/ledger_stack.c — stack capture and interning.
  *
  * Owns: the libunwind handle, the capture path, and the stack table (see ledger.h).
  *
- * Capture: unw_backtrace() of libunwind.so.8, opened with dlopen(RTLD_LOCAL) once at ledger_init()
+ * Capture: unw_backtrace() of libunwind.so.8, opened with dlopen(RTLD_LOCAL) once at ledger_init() (ledger_stack_init)
  * so that its `backtrace` and `_Unwind_*` never enter the global scope (they would take over the
  * host program's C++ exceptions).  Leading frames inside the npupool shared object (its PT_LOAD
  * range, found once at init) are dropped, then `skip` more.
@@ -236,7 +236,7 @@ static stack_rec_t *arena_alloc_locked(size_t bytes)
     return r;
 }
 
-uint32_t ledger_intern_stack(const uintptr_t *frames, int depth)
+uint32_t ledger_stack_intern(const uintptr_t *frames, int depth)
 {
     if (depth <= 0) return 0;
     if (depth > LEDGER_MAX_DEPTH) depth = LEDGER_MAX_DEPTH;
@@ -318,17 +318,6 @@ LEDGER_HIDDEN int ledger_stack_check(char *why, size_t why_len)
 
 /* ---- capture ------------------------------------------------------------------------------- */
 
-LEDGER_HIDDEN void *ledger_dlsym(void *handle, const char *name)
-{
-    /* The shim's own accessor for glibc's dlsym (shim/real.c), when linked in. */
-    extern void *(*real_dlsym(void))(void *, const char *)__attribute__((weak));
-    if (real_dlsym) {
-        void *(*fn)(void *, const char *) = real_dlsym();
-        if (fn) return fn(handle, name);
-    }
-    return dlsym(handle, name);
-}
-
 /* Find the mapped range of the object that contains this file's code, unless that object is the
  * main program (npupool linked statically: nothing to skip by address). */
 static int self_range_cb(struct dl_phdr_info *info, size_t size, void *ctx)
@@ -353,20 +342,20 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 
 static void stack_init_once(void)
 {
-    dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&ledger_capture_stack);
+    dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&ledger_stack_capture);
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         log_warn("backtraces are off: cannot load libunwind.so.8 (%s)", dlerror());
         return;
     }
-    unw_backtrace_fn fn = (unw_backtrace_fn)ledger_dlsym(h, "unw_backtrace");
+    unw_backtrace_fn fn = (unw_backtrace_fn)ledger_dlsym()(h, "unw_backtrace");
 #ifdef LEDGER_STEP_UNWIND
-    unw_steps.getcontext = (int (*)(unw_context_t *))ledger_dlsym(h, "_Ux86_64_getcontext");
+    unw_steps.getcontext = (int (*)(unw_context_t *))ledger_dlsym()(h, "_Ux86_64_getcontext");
     unw_steps.init_local =
-        (int (*)(unw_cursor_t *, unw_context_t *))ledger_dlsym(h, "_ULx86_64_init_local");
-    unw_steps.step = (int (*)(unw_cursor_t *))ledger_dlsym(h, "_ULx86_64_step");
+        (int (*)(unw_cursor_t *, unw_context_t *))ledger_dlsym()(h, "_ULx86_64_init_local");
+    unw_steps.step = (int (*)(unw_cursor_t *))ledger_dlsym()(h, "_ULx86_64_step");
     unw_steps.get_reg =
-        (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))ledger_dlsym(h, "_ULx86_64_get_reg");
+        (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))ledger_dlsym()(h, "_ULx86_64_get_reg");
     fn = unw_steps.getcontext && unw_steps.init_local && unw_steps.step && unw_steps.get_reg
              ? step_backtrace
              : NULL;
@@ -381,7 +370,7 @@ static void stack_init_once(void)
     atomic_store_explicit(&g_unwind, fn, memory_order_release);
 }
 
-void ledger_init(int backtrace_depth)
+LEDGER_HIDDEN void ledger_stack_init(int backtrace_depth)
 {
     if (backtrace_depth < 0) backtrace_depth = 0;
     if (backtrace_depth > LEDGER_MAX_DEPTH) backtrace_depth = LEDGER_MAX_DEPTH;
@@ -395,7 +384,7 @@ int ledger_backtrace_depth(void)
     return atomic_load_explicit(&g_depth, memory_order_relaxed);
 }
 
-__attribute__((noinline)) uint32_t ledger_capture_stack(int skip)
+__attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
 {
     int depth = atomic_load_explicit(&g_depth, memory_order_relaxed);
     unw_backtrace_fn unwind = atomic_load_explicit(&g_unwind, memory_order_acquire);
@@ -406,7 +395,7 @@ __attribute__((noinline)) uint32_t ledger_capture_stack(int skip)
             (int)(atomic_fetch_add_explicit(&next_stripe, 1, memory_order_relaxed) % GATE_STRIPES);
     _Atomic long *mine = &in_flight[t_stripe].n;
     atomic_fetch_add(
-        mine, 1); /* seq_cst: ordered before reading the gate (see ledger_atfork_prepare_capture) */
+        mine, 1); /* seq_cst: ordered before reading the gate (see ledger_stack_fork_gate_close) */
     if (atomic_load(&fork_gate)) {
         atomic_fetch_sub(mine, 1);
         return 0;
@@ -420,12 +409,12 @@ __attribute__((noinline)) uint32_t ledger_capture_stack(int skip)
     i += skip;
     if (i >= n) return 0;
     int keep = n - i < depth ? n - i : depth;
-    return ledger_intern_stack((const uintptr_t *)&buf[i], keep);
+    return ledger_stack_intern((const uintptr_t *)&buf[i], keep);
 }
 
 /* ---- fork ---------------------------------------------------------------------------------- */
 
-void ledger_atfork_prepare_capture(void)
+void ledger_stack_fork_gate_close(void)
 {
     atomic_store(&fork_gate, 1); /* seq_cst: ordered before reading the counters */
     for (int i = 0; i < GATE_STRIPES; i++) {
@@ -433,22 +422,21 @@ void ledger_atfork_prepare_capture(void)
     }
 }
 
-LEDGER_HIDDEN void ledger_stack_atfork_prepare(void) { pthread_mutex_lock(&st.lock); }
-LEDGER_HIDDEN void ledger_stack_atfork_parent(void)
-{
-    pthread_mutex_unlock(&st.lock);
-    atomic_store(&fork_gate, 0);
-}
-LEDGER_HIDDEN void ledger_stack_atfork_child(void)
+void ledger_stack_fork_gate_open(void) { atomic_store(&fork_gate, 0); }
+
+void ledger_stack_fork_gate_child(void)
 {
     /* No stack capture in a fork child: unwinding walks the loaded objects with dl_iterate_phdr,
      * and a parent thread that held the loader's lock at fork() (a sanitizer runtime, a thread
      * starting up) leaves it locked forever in the child.  Allocations are still recorded, with
      * stack id 0; the child's reports show backtrace depth 0. */
     atomic_store(&g_depth, 0);
-    pthread_mutex_init(&st.lock, NULL);
     for (int i = 0; i < GATE_STRIPES; i++)
         atomic_store(&in_flight[i].n, 0); /* other threads are gone */
     t_stripe = -1;
     atomic_store(&fork_gate, 0);
 }
+
+LEDGER_HIDDEN void ledger_stack_fork_lock(void) { pthread_mutex_lock(&st.lock); }
+LEDGER_HIDDEN void ledger_stack_fork_unlock(void) { pthread_mutex_unlock(&st.lock); }
+LEDGER_HIDDEN void ledger_stack_fork_reinit(void) { pthread_mutex_init(&st.lock, NULL); }

@@ -1,4 +1,4 @@
-/* ledger/symbolize.h — turning captured return addresses into function, file:line and module.
+/* report/symbolize.h — turning captured return addresses into function, file:line and module.
  *
  * Owns: report-time symbolization (never on the allocation path).  A symbolizer lives for one
  * report: it snapshots the loaded modules (dl_iterate_phdr: path, load bias, mapped range, GNU
@@ -34,18 +34,18 @@ typedef struct sym_frame {
     const char *file;     /* source file, NULL when the module has no line information */
     int line;             /* source line, 0 when unknown */
     const char *build_id; /* GNU build id as lowercase hex, NULL when the module has none */
-} sym_frame_t;
+} symbolize_frame_t;
 
 typedef struct symbolizer symbolizer_t;
 
 /* names: 1 = function names (+ file:line with libdw), 0 = module/offset/build id only.
  * Returns NULL only when host memory ran out. */
-symbolizer_t *sym_open(int names);
-/* Answer for one return address (cached); the strings in *out live until sym_close(). */
-void sym_lookup(symbolizer_t *s, uintptr_t pc, sym_frame_t *out);
-void sym_close(symbolizer_t *s);
+symbolizer_t *symbolize_open(int names);
+/* Answer for one return address (cached); the strings in *out live until symbolize_close(). */
+void symbolize_lookup(symbolizer_t *s, uintptr_t pc, symbolize_frame_t *out);
+void symbolize_close(symbolizer_t *s);
 
 /* 1 when libdw could be loaded (loads it on first call). */
-int sym_have_libdw(void);
+int symbolize_have_libdw(void);
 
 #endif

@@ -1,4 +1,4 @@
-/* ledger/symbolize.c — report-time symbolization (contract in symbolize.h).
+/* report/symbolize.c — report-time symbolization (contract in symbolize.h).
  *
  * Owns: the lazily loaded libdw function table (process-wide, loaded once under dw_once), and the
  * per-report symbolizer: a module snapshot, a Dwfl session fed with exactly the modules that
@@ -16,16 +16,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ledger_internal.h"
+#include "ledger.h"
 #include "symbolize.h"
 
 /* ---- libdw, loaded on demand ------------------------------------------------------------------ */
 
-#define DW_FUNCS(X)                                                                               \
-    X(dwfl_begin)                                                                                 \
-    X(dwfl_end) X(dwfl_report_begin_add) X(dwfl_report_elf) X(dwfl_report_end) X(dwfl_addrmodule) \
-        X(dwfl_module_addrinfo) X(dwfl_module_getsrc) X(dwfl_lineinfo) X(dwfl_line_comp_dir)      \
-            X(dwfl_build_id_find_elf) X(dwfl_standard_find_debuginfo)                             \
+#define DW_FUNCS(X)                                                                          \
+    X(dwfl_begin)                                                                            \
+    X(dwfl_end)                                                                              \
+    X(dwfl_report_begin_add) X(dwfl_report_elf) X(dwfl_report_end) X(dwfl_addrmodule)        \
+        X(dwfl_module_addrinfo) X(dwfl_module_getsrc) X(dwfl_lineinfo) X(dwfl_line_comp_dir) \
+            X(dwfl_build_id_find_elf) X(dwfl_standard_find_debuginfo)                        \
                 X(dwfl_offline_section_address) X(dwfl_module_build_id)
 
 static struct {
@@ -41,19 +42,19 @@ static demangle_fn cxa_demangle;
 
 static void dw_load(void)
 {
-    cxa_demangle = (demangle_fn)ledger_dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    cxa_demangle = (demangle_fn)ledger_dlsym()(RTLD_DEFAULT, "__cxa_demangle");
     void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h) return;
     int ok = 1;
-#define DW_LOAD(name)                                    \
-    dw.name = (__typeof__(&name))ledger_dlsym(h, #name); \
+#define DW_LOAD(name)                                      \
+    dw.name = (__typeof__(&name))ledger_dlsym()(h, #name); \
     if (!dw.name) ok = 0;
     DW_FUNCS(DW_LOAD)
 #undef DW_LOAD
     dw.ok = ok;
 }
 
-int sym_have_libdw(void)
+int symbolize_have_libdw(void)
 {
     pthread_once(&dw_once, dw_load);
     return dw.ok;
@@ -76,11 +77,11 @@ typedef struct arena_chunk {
 } arena_chunk_t;
 
 struct symbolizer {
-    int names;             /* 1 = look up function/file/line */
-    module_t *mods;        /* module snapshot */
-    size_t nmods, capmods; /* used / allocated */
-    Dwfl *dwfl;            /* libdwfl session, NULL without libdw */
-    sym_frame_t *frames;   /* answers, in lookup order */
+    int names;                 /* 1 = look up function/file/line */
+    module_t *mods;            /* module snapshot */
+    size_t nmods, capmods;     /* used / allocated */
+    Dwfl *dwfl;                /* libdwfl session, NULL without libdw */
+    symbolize_frame_t *frames; /* answers, in lookup order */
     size_t nframes, capframes;
     uint32_t *slot;            /* pc hash -> frame index + 1 */
     uint32_t mask;             /* slots - 1 */
@@ -200,7 +201,7 @@ static int find_debuginfo_local(Dwfl_Module *mod, void **userdata, const char *m
     return fd;
 }
 
-symbolizer_t *sym_open(int names)
+symbolizer_t *symbolize_open(int names)
 {
     symbolizer_t *s = calloc(1, sizeof *s);
     if (!s) return NULL;
@@ -208,7 +209,7 @@ symbolizer_t *sym_open(int names)
     ssize_t n = readlink("/proc/self/exe", s->exe, sizeof s->exe - 1);
     s->exe[n > 0 ? n : 0] = 0;
     dl_iterate_phdr(snapshot_cb, s);
-    if (names && sym_have_libdw()) {
+    if (names && symbolize_have_libdw()) {
         static char *debuginfo_path = NULL;
         static const Dwfl_Callbacks cb_template = {0};
         Dwfl_Callbacks *cb = malloc(sizeof *cb);
@@ -254,7 +255,7 @@ static const char *function_name(symbolizer_t *s, const char *name)
     return arena_str(s, name, strlen(name));
 }
 
-static void lookup_dwfl(symbolizer_t *s, module_t *m, uintptr_t addr, sym_frame_t *f)
+static void lookup_dwfl(symbolizer_t *s, module_t *m, uintptr_t addr, symbolize_frame_t *f)
 {
     if (m->reported == 0) {
         dw.dwfl_report_begin_add(s->dwfl);
@@ -287,14 +288,14 @@ static void lookup_dwfl(symbolizer_t *s, module_t *m, uintptr_t addr, sym_frame_
     }
 }
 
-static void lookup_dladdr(symbolizer_t *s, uintptr_t addr, sym_frame_t *f)
+static void lookup_dladdr(symbolizer_t *s, uintptr_t addr, symbolize_frame_t *f)
 {
     Dl_info info;
     if (dladdr((void *)addr, &info) && info.dli_sname)
         f->function = function_name(s, info.dli_sname);
 }
 
-static void lookup(symbolizer_t *s, uintptr_t pc, sym_frame_t *f)
+static void lookup(symbolizer_t *s, uintptr_t pc, symbolize_frame_t *f)
 {
     memset(f, 0, sizeof *f);
     f->pc = pc;
@@ -334,7 +335,7 @@ static int cache_grow(symbolizer_t *s)
     return 0;
 }
 
-void sym_lookup(symbolizer_t *s, uintptr_t pc, sym_frame_t *out)
+void symbolize_lookup(symbolizer_t *s, uintptr_t pc, symbolize_frame_t *out)
 {
     if (!s->slot || (s->nframes + 1) * 2 > (size_t)s->mask + 1) {
         if (cache_grow(s) != 0) {
@@ -352,7 +353,7 @@ void sym_lookup(symbolizer_t *s, uintptr_t pc, sym_frame_t *out)
     lookup(s, pc, out);
     if (s->nframes == s->capframes) {
         size_t ncap = s->capframes ? s->capframes * 2 : 1024;
-        sym_frame_t *nf = realloc(s->frames, ncap * sizeof *nf);
+        symbolize_frame_t *nf = realloc(s->frames, ncap * sizeof *nf);
         if (!nf) return;
         s->frames = nf;
         s->capframes = ncap;
@@ -361,7 +362,7 @@ void sym_lookup(symbolizer_t *s, uintptr_t pc, sym_frame_t *out)
     s->slot[j] = (uint32_t)++s->nframes;
 }
 
-void sym_close(symbolizer_t *s)
+void symbolize_close(symbolizer_t *s)
 {
     if (!s) return;
     if (s->dwfl) dw.dwfl_end(s->dwfl);

@@ -1,4 +1,4 @@
-/* shim/trace.c — the allocation trace recorder declared in trace.h (see there for the contract).
+/* report/trace.c — the allocation trace recorder declared in trace.h (see there for the contract).
  *
  * Owns: the trace file descriptor, its path template and one 64 KiB line buffer.
  * Invariants: tr.len <= TRACE_BUF_BYTES and tr.buf[0..len) holds whole '\n'-terminated lines;
@@ -10,7 +10,12 @@
 #define _GNU_SOURCE
 #include "trace.h"
 
+#include "clock.h"
+#include "fmt.h"
+#include "io.h"
 #include "log.h"
+#include "path.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,87 +49,12 @@ static pid_t tid_get(void)
     return trace_tid;
 }
 
-/* ---- tiny formatters: return the number of chars written at p ------------------------- */
-
-static size_t fmt_u64(char *p, uint64_t v)
-{
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++) p[i] = tmp[n - 1 - i];
-    return n;
-}
-
-static size_t fmt_hex(char *p, uint64_t v)
-{
-    static const char digits[] = "0123456789abcdef";
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = digits[v & 15];
-        v >>= 4;
-    } while (v != 0);
-    p[0] = '0';
-    p[1] = 'x';
-    for (size_t i = 0; i < n; i++) p[2 + i] = tmp[n - 1 - i];
-    return n + 2;
-}
-
-/* ---- file handling ----------------------------------------------------------------------- */
-
-/* write(2) all of buf; 0 on success, -1 on error (errno kept for the caller). */
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            if (n == 0) errno = EIO;
-            return -1;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Expand the template for `pid` into out.  Returns 0, or -1 when it does not fit. */
-static int path_expand(const char *tmpl, pid_t pid, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (const char *s = tmpl; *s; s++) {
-        char num[24];
-        const char *ins = NULL;
-        size_t inslen = 0;
-        if (s[0] == '%' && s[1] == 'p') {
-            inslen = fmt_u64(num, (uint64_t)pid);
-            ins = num;
-            s++;
-        } else if (s[0] == '%' && s[1] == '%') {
-            ins = "%";
-            inslen = 1;
-            s++;
-        } else {
-            ins = s;
-            inslen = 1;
-        }
-        if (o + inslen + 1 > cap) return -1;
-        memcpy(out + o, ins, inslen);
-        o += inslen;
-    }
-    out[o] = '\0';
-    return 0;
-}
-
 /* pre: lock held (or single-threaded).  Opens the file for `pid` and writes the header.
  * Returns 0 or -1 (one error line).  Only async-signal-safe calls: used in the fork child. */
 static int file_open_unlocked(pid_t pid)
 {
     char path[PATH_MAX];
-    if (path_expand(tr.tmpl, pid, path, sizeof path) != 0) {
+    if (path_expand(tr.tmpl, 1, path, sizeof path) != 0) {
         log_error("NPUPOOL_TRACE: path too long, tracing off");
         return -1;
     }
@@ -136,14 +66,14 @@ static int file_open_unlocked(pid_t pid)
     }
     char head[160];
     size_t n = 0;
-    static const char h1[] = "# " TRACE_FORMAT " pid=";
+    static const char h1[] = WIRE_TRACE_HEADER " pid=";
     memcpy(head + n, h1, sizeof h1 - 1);
     n += sizeof h1 - 1;
     n += fmt_u64(head + n, (uint64_t)pid);
-    static const char h2[] = " clock=monotonic_ns\nthread,time_ns,action,pointer,size,device\n";
+    static const char h2[] = " clock=monotonic_ns\n" WIRE_TRACE_COLUMNS "\n";
     memcpy(head + n, h2, sizeof h2 - 1);
     n += sizeof h2 - 1;
-    if (write_all(fd, head, n) != 0) {
+    if (io_write_all(fd, head, n) != 0) {
         log_error("NPUPOOL_TRACE: cannot write %s: %s, tracing off", path, strerror(errno));
         close(fd);
         return -1;
@@ -167,7 +97,7 @@ static void file_close_unlocked(void)
 static void buf_flush_unlocked(void)
 {
     if (tr.fd < 0 || tr.len == 0) return;
-    if (write_all(tr.fd, tr.buf, tr.len) != 0) {
+    if (io_write_all(tr.fd, tr.buf, tr.len) != 0) {
         log_error("NPUPOOL_TRACE: write failed: %s, tracing off (the trace ends early)",
                   strerror(errno));
         file_close_unlocked();
@@ -176,9 +106,9 @@ static void buf_flush_unlocked(void)
     tr.len = 0;
 }
 
-int trace_open_from_env(void)
+int trace_open(const char *pattern)
 {
-    const char *env = getenv("NPUPOOL_TRACE");
+    const char *env = pattern;
     if (env == NULL || env[0] == '\0') return 0;
     pthread_mutex_lock(&tr.lock);
     int rc = 1;
@@ -228,12 +158,10 @@ static void record(const char *action, size_t alen, int device, uintptr_t ptr, i
     if (tr.fd >= 0) {
         if (tr.len + TRACE_LINE_MAX > TRACE_BUF_BYTES) buf_flush_unlocked();
         if (tr.fd >= 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
             char *p = tr.buf + tr.len;
             memcpy(p, head, h);
             p += h;
-            p += fmt_u64(p, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+            p += fmt_u64(p, clock_mono_ns());
             memcpy(p, tail, t);
             p += t;
             tr.len = (size_t)(p - tr.buf);
@@ -264,11 +192,11 @@ void trace_flush(void)
 
 /* ---- fork --------------------------------------------------------------------------------- */
 
-void trace_atfork_prepare(void) { pthread_mutex_lock(&tr.lock); }
+void trace_fork_prepare(void) { pthread_mutex_lock(&tr.lock); }
 
-void trace_atfork_parent(void) { pthread_mutex_unlock(&tr.lock); }
+void trace_fork_parent(void) { pthread_mutex_unlock(&tr.lock); }
 
-void trace_atfork_child(void)
+void trace_fork_child(void)
 {
     /* Only this thread exists now.  The buffered lines are the parent's: it writes them. */
     pthread_mutex_init(&tr.lock, NULL);

@@ -1,0 +1,191 @@
+/* report/reporter.c — the reporter thread and the report signal.
+ *
+ * Owns: the thread that writes signal, interval and threshold reports while the application keeps
+ * running, its wake-up word, and the signal handler npupool installs for NPUPOOL_REPORT_SIGNAL.
+ * Wake-up without a descriptor: wakers set a bit in `wake_word` and futex-wake it; the thread
+ * takes the bits with one exchange and sleeps on the word (FUTEX_WAIT against 0, with the time
+ * left to the next interval report).  Both sides are async-signal-safe and lock-free, so the
+ * signal handler is one atomic OR and one system call, and a program that closes or reuses every
+ * descriptor can never receive npupool's bytes or steal its wake-ups.
+ * The handler is installed only where the signal's disposition is still the default; an
+ * application's handler, installed before or after, is never replaced or undone.
+ * The thread blocks every signal (so none lands on it) and is never started in a fork child.
+ * Locking: reporter_start_locked runs under the report lock; rp's fields are written only there,
+ * by reporter_stop (after joining) and in the fork child; reporter_wake is lock-free.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+#include "report_internal.h"
+
+#define WAKE_SIGNAL 1u    /* the report signal arrived */
+#define WAKE_THRESHOLD 2u /* a monitor owes a threshold report */
+#define WAKE_QUIT 4u      /* reporter_stop: exit the thread */
+
+static _Atomic uint32_t wake_word; /* WAKE_* bits not yet taken by the thread */
+
+static struct {
+    int running;           /* the thread exists */
+    pthread_t thread;      /* the reporter thread */
+    int handler_installed; /* npupool installed the signal handler */
+    int handler_signal;    /* which signal */
+} rp;
+
+static void futex_wake(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Sleep while *word == 0, at most timeout_ns (UINT64_MAX = no limit). */
+static void futex_wait_zero(_Atomic uint32_t *word, uint64_t timeout_ns)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns != UINT64_MAX) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tp = &ts;
+    }
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, 0, tp, NULL, 0);
+}
+
+static void wake(uint32_t bit)
+{
+    int e = errno;
+    atomic_fetch_or(&wake_word, bit);
+    futex_wake(&wake_word);
+    errno = e;
+}
+
+REPORT_HIDDEN void reporter_wake(char why)
+{
+    wake(why == REPORTER_WAKE_SIGNAL ? WAKE_SIGNAL : WAKE_THRESHOLD);
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    wake(WAKE_SIGNAL);
+}
+
+static void *reporter_main(void *arg)
+{
+    (void)arg;
+    double interval = report_interval_s();
+    uint64_t period = interval > 0 ? (uint64_t)(interval * 1e9) : 0;
+    uint64_t due = clock_mono_ns() + period;
+    for (;;) {
+        uint32_t bits = atomic_exchange(&wake_word, 0);
+        if (!bits) {
+            uint64_t timeout = UINT64_MAX;
+            if (period) {
+                uint64_t now = clock_mono_ns();
+                timeout = due > now ? due - now : 0;
+            }
+            if (timeout) futex_wait_zero(&wake_word, timeout);
+            bits = atomic_exchange(&wake_word, 0);
+        }
+        if (bits & WAKE_QUIT) return NULL;
+        if (bits & WAKE_SIGNAL) {
+            report_count_signal();
+            report_write_background(WIRE_TRIGGER_SIGNAL, -1, NULL);
+        }
+        if (bits & WAKE_THRESHOLD) monitor_write_pending();
+        if (period) {
+            uint64_t now = clock_mono_ns();
+            if (now >= due) {
+                report_write_background(WIRE_TRIGGER_INTERVAL, -1, NULL);
+                due += period;
+                if (due <= now) due = now + period;
+            }
+        }
+    }
+}
+
+static int thread_start(void)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: no signal lands on it */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1u << 20);
+    int e = pthread_create(&rp.thread, &attr, reporter_main, NULL);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        log_warn("no background reports: cannot start the reporter thread: %s", strerror(e));
+        return -1;
+    }
+    rp.running = 1;
+    return 0;
+}
+
+static void handler_install(int sig)
+{
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+        old.sa_handler != SIG_DFL) {
+        log_info("signal %d already has a handler: NPUPOOL_REPORT_SIGNAL reports are off", sig);
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, NULL) == 0) {
+        rp.handler_installed = 1;
+        rp.handler_signal = sig;
+    }
+}
+
+REPORT_HIDDEN int reporter_start_locked(int signal, int need_thread)
+{
+    if (rp.running || !need_thread) return 0;
+    atomic_store(&wake_word, 0);
+    if (thread_start() != 0) return -1;
+    if (signal > 0) handler_install(signal);
+    return 0;
+}
+
+REPORT_HIDDEN void reporter_stop(void)
+{
+    if (rp.handler_installed) {
+        struct sigaction cur;
+        /* Only undo our own handler: the application may have replaced it since. */
+        if (sigaction(rp.handler_signal, NULL, &cur) == 0 && cur.sa_handler == on_signal)
+            signal(rp.handler_signal, SIG_DFL);
+        rp.handler_installed = 0;
+    }
+    if (rp.running) {
+        wake(WAKE_QUIT);
+        pthread_join(rp.thread, NULL);
+        rp.running = 0;
+    }
+    atomic_store(&wake_word, 0);
+}
+
+REPORT_HIDDEN void reporter_fork_child(void)
+{
+    /* The parent's thread does not exist here.  No thread is started in the child (a child of a
+     * threaded process should not create threads before exec; ThreadSanitizer refuses it): the
+     * child writes exit, finalize, reset and oom reports, and gets background reports again only
+     * if report_start_background() is called in it.  The signal gets its default action back, as
+     * without npupool. */
+    rp.running = 0;
+    if (rp.handler_installed) {
+        signal(rp.handler_signal, SIG_DFL);
+        rp.handler_installed = 0;
+    }
+    atomic_store(&wake_word, 0);
+}
