@@ -64,3 +64,9 @@ all: $(ALL_TARGETS)
 
 clean:
 	rm -rf build
+
+.PHONY: format check-layers
+format:
+	git ls-files '*.c' '*.h' '*.cc' | xargs clang-format -i
+check-layers: all
+	sh mk/check-layers.sh $(BUILD)

@@ -4,10 +4,16 @@
  * Nothing before the first ACL call: the library has no constructor.  A process that inherits
  * LD_PRELOAD and never calls ACL (a launcher, a shell, a compiler, setpriv) gets no thread, no
  * descriptor, no signal handler, no fork handler, no file and no line from npupool.  Every hook
- * calls shim_ensure_init() first (a pthread_once that never calls back into a hook); it parses
- * the options and starts the ledger, the reports (and their thread and signal handler, when
- * configured), the trace and the fork handlers.  The exit hook does something only in a process
- * that was initialised.
+ * calls shim_ensure_init() first.  It has two phases:
+ *   1. options (a pthread_once): parsing the environment takes no lock anybody else holds, so
+ *      every thread may wait for it;
+ *   2. the observers: the fork handlers, the ledger (which dlopen()s libunwind: the loader lock),
+ *      the trace file, the reports (their thread and signal handler when configured).  The first
+ *      thread runs it; a thread that finds it running does NOT wait and goes on (its allocation is
+ *      served and recorded, without a stack until libunwind is in).  Waiting could deadlock: the
+ *      thread running phase 2 may be waiting for the loader lock, held by a thread inside
+ *      dlopen() whose library constructor is the one calling ACL.
+ * The exit hook does something only in a process whose phase 2 completed.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -19,8 +25,8 @@
 #include "real.h"
 #include "shim.h"
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int initialized; /* 1 once the observers run (atomic) */
+static pthread_once_t options_once = PTHREAD_ONCE_INIT;
+static int observers_state; /* 0 not started, 1 starting, 2 running (atomic) */
 
 static void log_option(void *ctx, const char *name, const char *value)
 {
@@ -28,7 +34,7 @@ static void log_option(void *ctx, const char *name, const char *value)
     log_info("option %s=%s", name, value);
 }
 
-static void init_once_body(void)
+static void options_phase(void)
 {
     options_init();
     if (npupool_config.disable) {
@@ -36,15 +42,29 @@ static void init_once_body(void)
         return;
     }
     if (log_level_threshold >= LOG_INFO) options_for_each(log_option, NULL);
+}
+
+static void observers_phase(void)
+{
     real_dlsym(); /* find glibc's dlsym before anybody asks */
     fork_register();
     observe_init();
-    __atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 }
 
-void shim_ensure_init(void) { pthread_once(&init_once, init_once_body); }
+void shim_ensure_init(void)
+{
+    pthread_once(&options_once, options_phase);
+    if (__atomic_load_n(&observers_state, __ATOMIC_ACQUIRE) == 2 || npupool_config.disable) return;
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&observers_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        observers_phase();
+        __atomic_store_n(&observers_state, 2, __ATOMIC_RELEASE);
+    }
+    /* else another thread is starting the observers: go on without waiting (see above) */
+}
 
 __attribute__((destructor)) static void npupool_destructor(void)
 {
-    if (__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) observe_at_exit();
+    if (__atomic_load_n(&observers_state, __ATOMIC_ACQUIRE) == 2) observe_at_exit();
 }

@@ -32,10 +32,14 @@ elf_dlsym_fn real_dlsym(void)
 /* 1 when p lies in libnpupool.so itself: such an address must never be taken for the runtime's. */
 static int is_own_code(const void *p)
 {
-    static const void *own_base;
+    static const void *own_base; /* atomic: threads may race to set the same value */
     Dl_info self, other;
-    if (!own_base && dladdr((const void *)&is_own_code, &self)) own_base = self.dli_fbase;
-    return dladdr(p, &other) && other.dli_fbase == own_base;
+    const void *base = __atomic_load_n(&own_base, __ATOMIC_RELAXED);
+    if (!base && dladdr((const void *)&is_own_code, &self)) {
+        base = self.dli_fbase;
+        __atomic_store_n(&own_base, base, __ATOMIC_RELAXED);
+    }
+    return dladdr(p, &other) && other.dli_fbase == base;
 }
 
 static void *resolve(enum real_id id)
