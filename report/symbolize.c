@@ -21,14 +21,23 @@
 
 /* ---- libdw, loaded on demand ------------------------------------------------------------------ */
 
-#define DW_FUNCS(X)                                                                            \
-    X(dwfl_begin)                                                                              \
-    X(dwfl_end)                                                                                \
-    X(dwfl_report_begin_add)                                                                   \
-    X(dwfl_report_elf) X(dwfl_report_end) X(dwfl_addrmodule) X(dwfl_module_addrinfo)           \
-        X(dwfl_module_getsrc) X(dwfl_lineinfo) X(dwfl_line_comp_dir) X(dwfl_build_id_find_elf) \
-            X(dwfl_standard_find_debuginfo) X(dwfl_offline_section_address)                    \
-                X(dwfl_module_build_id)
+// clang-format off
+#define DW_FUNCS(X) \
+    X(dwfl_begin) \
+    X(dwfl_end) \
+    X(dwfl_report_begin_add) \
+    X(dwfl_report_elf) \
+    X(dwfl_report_end) \
+    X(dwfl_addrmodule) \
+    X(dwfl_module_addrinfo) \
+    X(dwfl_module_getsrc) \
+    X(dwfl_lineinfo) \
+    X(dwfl_line_comp_dir) \
+    X(dwfl_build_id_find_elf) \
+    X(dwfl_standard_find_debuginfo) \
+    X(dwfl_offline_section_address) \
+    X(dwfl_module_build_id)
+// clang-format on
 
 static struct {
 #define DW_FIELD(name) __typeof__(&name) name;

@@ -16,15 +16,24 @@
 #include "elf_lookup.h"
 
 /* X(name): entry points the shim defines. */
-#define SHIM_HOOKS(X)                                                                  \
-    X(aclrtMalloc)                                                                     \
-    X(aclrtMallocAlign32)                                                              \
-    X(aclrtMallocCached)                                                               \
-    X(aclrtMallocWithCfg) X(aclrtFree) X(aclrtFreeWithDevSync) X(aclrtGetMemInfo)      \
-        X(aclrtResetDevice) X(aclFinalize) X(aclrtMallocPhysical) X(aclrtFreePhysical) \
-            X(aclrtMapMem) X(aclrtUnmapMem)
+// clang-format off
+#define SHIM_HOOKS(X) \
+    X(aclrtMalloc) \
+    X(aclrtMallocAlign32) \
+    X(aclrtMallocCached) \
+    X(aclrtMallocWithCfg) \
+    X(aclrtFree) \
+    X(aclrtFreeWithDevSync) \
+    X(aclrtGetMemInfo) \
+    X(aclrtResetDevice) \
+    X(aclFinalize) \
+    X(aclrtMallocPhysical) \
+    X(aclrtFreePhysical) \
+    X(aclrtMapMem) \
+    X(aclrtUnmapMem)
 /* X(name): functions the shim calls but does not define. */
 #define SHIM_CALLS(X) X(aclrtGetDevice) X(aclrtSynchronizeDevice)
+// clang-format on
 
 enum real_id {
 #define REAL_ENUM(name) REAL_##name,

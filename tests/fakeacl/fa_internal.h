@@ -47,16 +47,34 @@
 
 /* ---- counters ------------------------------------------------------------------------------ */
 /* X(name): one counter per exported entry point (calls, success or not), then derived ones. */
-#define FA_ENTRY_POINTS(X)                                                                     \
-    X(aclInit)                                                                                 \
-    X(aclFinalize)                                                                             \
-    X(aclrtSetDevice) X(aclrtResetDevice) X(aclrtGetDevice) X(aclrtGetDeviceCount)             \
-        X(aclrtSynchronizeDevice) X(aclrtMalloc) X(aclrtMallocAlign32) X(aclrtMallocCached)    \
-            X(aclrtMallocWithCfg) X(aclrtFree) X(aclrtFreeWithDevSync) X(aclrtMallocHost)      \
-                X(aclrtFreeHost) X(aclrtMemcpy) X(aclrtMemset) X(aclrtGetMemInfo)              \
-                    X(aclrtReserveMemAddress) X(aclrtReleaseMemAddress) X(aclrtMallocPhysical) \
-                        X(aclrtFreePhysical) X(aclrtMapMem) X(aclrtUnmapMem)                   \
-                            X(aclrtMemGetAllocationGranularity)
+// clang-format off
+#define FA_ENTRY_POINTS(X) \
+    X(aclInit) \
+    X(aclFinalize) \
+    X(aclrtSetDevice) \
+    X(aclrtResetDevice) \
+    X(aclrtGetDevice) \
+    X(aclrtGetDeviceCount) \
+    X(aclrtSynchronizeDevice) \
+    X(aclrtMalloc) \
+    X(aclrtMallocAlign32) \
+    X(aclrtMallocCached) \
+    X(aclrtMallocWithCfg) \
+    X(aclrtFree) \
+    X(aclrtFreeWithDevSync) \
+    X(aclrtMallocHost) \
+    X(aclrtFreeHost) \
+    X(aclrtMemcpy) \
+    X(aclrtMemset) \
+    X(aclrtGetMemInfo) \
+    X(aclrtReserveMemAddress) \
+    X(aclrtReleaseMemAddress) \
+    X(aclrtMallocPhysical) \
+    X(aclrtFreePhysical) \
+    X(aclrtMapMem) \
+    X(aclrtUnmapMem) \
+    X(aclrtMemGetAllocationGranularity)
+// clang-format on
 #define FA_DERIVED(X)                                                                            \
     X(device_allocs)     /* successful aclrtMalloc* (all four entry points) */                   \
     X(device_frees)      /* device blocks released by aclrtFree / aclrtFreeWithDevSync */        \
