@@ -37,7 +37,7 @@ static const char replay_help[] =
     "                        default), align32 = ALIGN_UP(size,32) (aclrtMallocAlign32), none\n"
     "  --allocator pool|firstfit\n"
     "                        the allocator to replay against (firstfit: the seed's first-fit\n"
-    "                        free list, the baseline of the benchmarks, when this build has it)\n"
+    "                        free list, the baseline of the benchmarks)\n"
     "  --check               run the pool's invariant checker after every event (slow)\n"
     "  --no-timing           leave out the timing line (stable output for tests)\n"
     "  --fail-on-refusal     exit 1 when any allocation was refused\n"
@@ -160,10 +160,8 @@ int cmd_replay(int argc, char **argv)
         case 'a':
             if (strcmp(optarg, "pool") == 0)
                 alloc = &replay_pool_allocator;
-            else if (strcmp(optarg, "firstfit") == 0 && replay_firstfit_allocator)
-                alloc = replay_firstfit_allocator;
             else if (strcmp(optarg, "firstfit") == 0)
-                return tool_usage_error("replay", "--allocator firstfit: not in this build");
+                alloc = &replay_firstfit_allocator;
             else
                 return tool_usage_error("replay", "--allocator: '%s' is not pool or firstfit",
                                         optarg);

@@ -28,9 +28,8 @@ typedef struct replay_allocator {
     int (*check)(void *a); /* invariant violations (0 = consistent); may be NULL */
 } replay_allocator_t;
 
-extern const replay_allocator_t replay_pool_allocator;
-/* NULL when this build has no first-fit baseline. */
-extern const replay_allocator_t *const replay_firstfit_allocator;
+extern const replay_allocator_t replay_pool_allocator;     /* npupool's pool (pool/) */
+extern const replay_allocator_t replay_firstfit_allocator; /* the seed's first fit (firstfit.h) */
 
 enum replay_rounding {
     REPLAY_ROUND_ACL = 0,     /* aclrtMalloc / Cached: ALIGN_UP(size, 32) + 32 */

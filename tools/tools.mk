@@ -7,22 +7,13 @@
 #   make fuzz [FUZZ_SECONDS=20]      builds build/fuzz/* with clang and runs each target briefly
 
 TOOLS_LIB_SRCS := tools/util.c tools/report_read.c tools/trace_read.c tools/replay.c tools/replay_firstfit.c \
-                  tools/symbolize.c tools/site.c
+                  tools/firstfit.c tools/symbolize.c tools/site.c
 TOOLS_CMD_SRCS := tools/main.c tools/cmd_summary.c tools/cmd_leaks.c tools/cmd_diff.c tools/cmd_flame.c \
                   tools/cmd_map.c tools/cmd_symbolize.c tools/cmd_replay.c
 TOOLS_LIB_OBJS := $(TOOLS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_CMD_OBJS := $(TOOLS_CMD_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_LDLIBS   := -lcjson -ldw -lelf -lm
 NPUPOOL_CLI    := $(BUILD)/npupool
-
-# The first-fit baseline of the benchmarks (bench/firstfit.c), when present, backs
-# `replay --allocator firstfit`; without it that option says it is not in this build.
-TOOLS_FIRSTFIT := $(wildcard bench/firstfit.c bench/firstfit.h)
-ifneq ($(filter bench/firstfit.c,$(TOOLS_FIRSTFIT)),)
-TOOLS_LIB_OBJS += $(BUILD)/obj/bench/firstfit.o
-$(BUILD)/obj/tools/replay_firstfit.o: CFLAGS += -DHAVE_FIRSTFIT -Ibench
-$(BUILD)/obj/tools/replay_firstfit.o: $(TOOLS_FIRSTFIT)
-endif
 
 $(NPUPOOL_CLI): $(TOOLS_CMD_OBJS) $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
