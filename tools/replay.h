@@ -71,12 +71,12 @@ typedef struct replay_dev {
 } replay_dev_t;
 
 typedef struct replay_result {
-    int ndevices;                      /* = trace ndevices */
-    replay_dev_t dev[TRC_MAX_DEVICES]; /* per device index */
-    uint64_t events;                   /* events replayed */
-    double seconds;                    /* wall time of the replay loop */
-    int stopped;                       /* 1 when stop_on_refusal ended it early */
-    int violations;                    /* check() violations seen (check_every_op) */
+    int ndevices;                        /* = trace ndevices */
+    replay_dev_t dev[TRACE_MAX_DEVICES]; /* per device index */
+    uint64_t events;                     /* events replayed */
+    double seconds;                      /* wall time of the replay loop */
+    int stopped;                         /* 1 when stop_on_refusal ended it early */
+    int violations;                      /* check() violations seen (check_every_op) */
 } replay_result_t;
 
 /* Bytes that belong to a block of `size` requested bytes under `rounding`. */
