@@ -94,8 +94,8 @@ for c in summary leaks diff flame map symbolize replay; do
     "$NP" "$c" --help | grep -q "^usage: npupool $c" || fail "$c --help"
     "$NP" help "$c" | grep -q "^usage: npupool $c" || fail "help $c"
 done
-# fuzzer regression inputs: any exit but a crash (0 or 2)
-for f in tests/fixtures/fuzz/*; do
+# fuzzer regression inputs and hostile seeds: any exit but a crash (0 or 2)
+for f in tests/fixtures/fuzz/* fuzz/seeds/report/* fuzz/seeds/trace/*; do
     [ -f "$f" ] || continue
     case "$f" in *.trace|*.csv|*trace*) args=(replay "$f" --pool-bytes 1G --no-timing);; *) args=(summary "$f");; esac
     rc=0; "$NP" "${args[@]}" >/dev/null 2>&1 || rc=$?
