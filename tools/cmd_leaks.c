@@ -21,7 +21,7 @@ enum { OPT_TOP, OPT_MIN_BYTES, OPT_DEVICE, OPT_FAIL_ON_LEAK };
 static const cli_opt_t leaks_opts[] = {
     [OPT_TOP] = {"top", 0, CLI_UINT, "N", NULL, CLI_POSITIVE,
                  "show the N largest sites (default: all)"},
-    [OPT_MIN_BYTES] = {"min-bytes", 0, CLI_SIZE, "B", "0", 0,
+    [OPT_MIN_BYTES] = {"min-bytes", 0, CLI_SIZE, "B", NULL, 0,
                        "only sites holding at least B bytes (suffixes K, M, G)"},
     [OPT_DEVICE] = {"device", 0, CLI_UINT, "D", NULL, 0, "only allocations of device D"},
     [OPT_FAIL_ON_LEAK] = {"fail-on-leak", 0, CLI_FLAG, NULL, NULL, 0,
