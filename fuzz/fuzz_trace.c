@@ -11,15 +11,15 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     trace_t t;
-    if (trace_parse("fuzz", (const char *)data, size, &t, 1) != 0) return 0;
+    if (trace_read_buffer("fuzz", (const char *)data, size, &t, 1) != 0) return 0;
     uint32_t allocs = 0;
     for (size_t i = 0; i < t.nev; i++) {
-        const trc_event_t *e = &t.ev[i];
+        const trace_event_t *e = &t.ev[i];
         if ((int)e->device >= t.ndevices) abort();
         if (e->action == 0 && e->slot != allocs++) abort();
         if (e->action == 1 && e->slot >= allocs) abort();
     }
     if (allocs != t.nallocs) abort();
-    trace_release(&t);
+    trace_read_release(&t);
     return 0;
 }

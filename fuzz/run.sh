@@ -1,12 +1,15 @@
 #!/bin/bash
 # fuzz/run.sh BUILD_DIR SECONDS — run each libFuzzer target for SECONDS, seeded with the repo's
-# fixtures and traces.  Crashing inputs land in BUILD_DIR/artifacts/; copy each one to
-# tests/fixtures/fuzz/ (report_* or trace_*) so tests/cases/tool_errors.sh keeps replaying it.
+# fixtures and traces and with the hostile inputs of fuzz/seeds/ (NUL and random bytes, nesting
+# past cJSON's limit, integers at and past 2^64 - 1, numbers in strings, ...).  Crashing inputs
+# land in BUILD_DIR/artifacts/; copy each one to tests/fixtures/fuzz/ (report_* or trace_*) so
+# tests/cases/tool_errors.sh keeps replaying it.
 set -u
 dir=$1 secs=$2
 mkdir -p "$dir/corpus/report" "$dir/corpus/trace" "$dir/artifacts"
-cp tests/fixtures/report_*.json tests/fixtures/bad/*.json "$dir/corpus/report/" 2>/dev/null
-for f in traces/*.trace traces/*.csv tests/fixtures/traces/* tests/fixtures/bad/*.trace tests/fixtures/bad/*.csv; do
+cp tests/fixtures/report_*.json tests/fixtures/bad/*.json fuzz/seeds/report/* "$dir/corpus/report/" 2>/dev/null
+for f in traces/*.trace traces/*.csv tests/fixtures/traces/* tests/fixtures/bad/*.trace tests/fixtures/bad/*.csv \
+    fuzz/seeds/trace/*; do
     [ -f "$f" ] && head -c 4096 "$f" >"$dir/corpus/trace/$(basename "$f")"
 done
 rc=0

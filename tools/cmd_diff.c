@@ -8,51 +8,60 @@
  * totals and the growth rate when both reports carry a numeric dump_time.
  * Cost: O((a + b) log(a + b)) for a and b stacks.
  */
-#include "report.h"
+#include "commands.h"
+#include "fmt.h"
+#include "report_read.h"
+#include "site.h"
 #include "tools.h"
 
-#include <getopt.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char diff_help[] =
-    "usage: npupool diff OLD NEW [--top N] [--stacks] [--fail-on-growth BYTES]\n"
-    "\n"
-    "What grew between two reports of the same process (or two runs of one program): per stack,\n"
-    "the change in live allocations and bytes, sorted by growth; shrinking stacks are listed "
-    "apart.\n"
-    "Take two snapshots hours apart (SIGUSR2 or NPUPOOL_REPORT_INTERVAL) to find a slow leak.\n"
-    "\n"
-    "  --top N                 rows per section (default 20)\n"
-    "  --stacks                print the full stack under each growing row\n"
-    "  --fail-on-growth BYTES  exit 1 when the growing stacks together gained more than BYTES\n"
-    "                          (suffixes K, M, G; 0 = any growth)\n"
-    "  -h, --help              this text\n";
+enum { OPT_TOP, OPT_STACKS, OPT_FAIL_ON_GROWTH };
+static const cli_opt_t diff_opts[] = {
+    [OPT_TOP] = {"top", 0, CLI_UINT, "N", "20", CLI_POSITIVE, "rows per section"},
+    [OPT_STACKS] = {"stacks", 0, CLI_FLAG, NULL, NULL, 0,
+                    "print the full stack under each growing row"},
+    [OPT_FAIL_ON_GROWTH] = {"fail-on-growth", 0, CLI_SIZE, "BYTES", NULL, 0,
+                            "exit 1 when the growing stacks together gained more than BYTES\n"
+                            "(suffixes K, M, G; 0 = any growth)"},
+    {NULL},
+};
+
+/* Sums and differences of exact 64-bit counts: wider than 64 bits, shown clamped to 64. */
+typedef __int128 wide_t;
+
+static int64_t clamp(wide_t v)
+{
+    return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+}
+static uint64_t uclamp(wide_t v) { return v > (wide_t)UINT64_MAX ? UINT64_MAX : (uint64_t)v; }
 
 typedef struct entry {
-    char *key;              /* match key (malloc'ed) */
-    const rep_leak_t *leak; /* representative leak (NEW if present, else OLD) */
-    int64_t old_count;      /* live allocations in OLD */
-    int64_t old_bytes;      /* bytes in OLD */
-    int64_t new_count;      /* live allocations in NEW */
-    int64_t new_bytes;      /* bytes in NEW */
-    int side;               /* 0 from OLD, 1 from NEW (while building) */
+    char *key;                 /* match key (malloc'ed) */
+    const report_leak_t *leak; /* representative leak (NEW if present, else OLD) */
+    wide_t old_count;          /* live allocations in OLD */
+    wide_t old_bytes;          /* bytes in OLD */
+    wide_t new_count;          /* live allocations in NEW */
+    wide_t new_bytes;          /* bytes in NEW */
+    int side;                  /* 0 from OLD, 1 from NEW (while building) */
 } entry_t;
 
-static char *stack_key(const rep_leak_t *l)
+static char *stack_key(const report_leak_t *l)
 {
     size_t cap = 32 + l->nframes * 64, n = 0;
     for (size_t i = 0; i < l->nframes; i++)
         cap += (l->frames[i].function ? strlen(l->frames[i].function) : 0) +
-               (l->frames[i].module ? strlen(rep_basename(l->frames[i].module)) : 0);
+               (l->frames[i].module ? strlen(site_basename(l->frames[i].module)) : 0);
     char *k = malloc(cap);
     if (k == NULL) return NULL;
     n += (size_t)snprintf(k + n, cap - n, "%ld", l->device);
     for (size_t i = 0; i < l->nframes; i++) {
-        const rep_frame_t *f = &l->frames[i];
+        const report_frame_t *f = &l->frames[i];
         if (f->module && f->has_offset)
-            n += (size_t)snprintf(k + n, cap - n, "|%s+%" PRIx64, rep_basename(f->module),
+            n += (size_t)snprintf(k + n, cap - n, "|%s+%" PRIx64, site_basename(f->module),
                                   f->offset);
         else
             n += (size_t)snprintf(k + n, cap - n, "|%s", f->function ? f->function : "?");
@@ -70,7 +79,7 @@ static int by_key(const void *a, const void *b)
 static int by_growth(const void *a, const void *b)
 {
     const entry_t *x = a, *y = b;
-    int64_t dx = x->new_bytes - x->old_bytes, dy = y->new_bytes - y->old_bytes;
+    wide_t dx = x->new_bytes - x->old_bytes, dy = y->new_bytes - y->old_bytes;
     if (dx != dy) return dx < dy ? 1 : -1;
     return strcmp(x->key, y->key);
 }
@@ -78,78 +87,52 @@ static int by_growth(const void *a, const void *b)
 static int by_shrink(const void *a, const void *b)
 {
     const entry_t *x = a, *y = b;
-    int64_t dx = x->new_bytes - x->old_bytes, dy = y->new_bytes - y->old_bytes;
+    wide_t dx = x->new_bytes - x->old_bytes, dy = y->new_bytes - y->old_bytes;
     if (dx != dy) return dx < dy ? -1 : 1;
     return strcmp(x->key, y->key);
 }
 
 static void print_row(const entry_t *e, int stacks)
 {
-    char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN], site[256];
-    printf("  %12s %+9" PRId64 " %11s %9" PRId64 " %4ld  %s\n",
-           tool_sbytes(b1, e->new_bytes - e->old_bytes), e->new_count - e->old_count,
-           tool_bytes(b2, (uint64_t)e->new_bytes), e->new_count, e->leak->device,
-           rep_stack_label(e->leak, site, sizeof site));
+    char b1[FMT_BYTES_LEN], b2[FMT_BYTES_LEN], site[256];
+    printf("  %12s %+9" PRId64 " %11s %9" PRIu64 " %4ld  %s\n",
+           fmt_sbytes(b1, clamp(e->new_bytes - e->old_bytes)), clamp(e->new_count - e->old_count),
+           fmt_bytes(b2, uclamp(e->new_bytes)), uclamp(e->new_count), e->leak->device,
+           site_stack_label(e->leak, site, sizeof site));
     if (stacks) {
         for (size_t f = 0; f < e->leak->nframes; f++) {
             char fl[600];
-            printf("        #%-2zu %s\n", f, rep_frame_label(&e->leak->frames[f], fl, sizeof fl));
+            printf("        #%-2zu %s\n", f, site_frame_label(&e->leak->frames[f], fl, sizeof fl));
         }
     }
 }
 
-int cmd_diff(int argc, char **argv)
+static int run(const cli_cmd_t *cmd, const cli_args_t *a)
 {
-    static const struct option longopts[] = {
-        {"top", required_argument, NULL, 't'},
-        {"stacks", no_argument, NULL, 's'},
-        {"fail-on-growth", required_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    uint64_t top = 20, fail_bytes = 0;
-    int stacks = 0, have_fail = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            if (tool_parse_u64(optarg, &top) != 0 || top == 0)
-                return tool_usage_error("diff", "--top: '%s' is not a positive number", optarg);
-            break;
-        case 's': stacks = 1; break;
-        case 'F':
-            if (tool_parse_bytes(optarg, &fail_bytes) != 0)
-                return tool_usage_error("diff", "--fail-on-growth: '%s' is not a size", optarg);
-            have_fail = 1;
-            break;
-        case 'h': fputs(diff_help, stdout); return TOOL_OK;
-        case ':': return tool_usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (argc - optind != 2) return tool_usage_error("diff", "expected two reports, OLD and NEW");
+    (void)cmd;
+    const uint64_t top = a->v[OPT_TOP].u, fail_bytes = a->v[OPT_FAIL_ON_GROWTH].u;
+    const int stacks = a->v[OPT_STACKS].given, have_fail = a->v[OPT_FAIL_ON_GROWTH].given;
     report_t ro, rn;
-    int rc = report_load(argv[optind], &ro);
-    if (rc != TOOL_OK) return rc;
-    rc = report_load(argv[optind + 1], &rn);
-    if (rc != TOOL_OK) {
-        report_release(&ro);
+    int rc = report_read_file(a->operand[0], &ro);
+    if (rc != TOOLS_OK) return rc;
+    rc = report_read_file(a->operand[1], &rn);
+    if (rc != TOOLS_OK) {
+        report_read_release(&ro);
         return rc;
     }
     size_t n = ro.nleaks + rn.nleaks;
     entry_t *e = calloc(n ? n : 1, sizeof *e);
     if (e == NULL) goto oom;
     for (size_t i = 0; i < n; i++) {
-        const rep_leak_t *l = i < ro.nleaks ? &ro.leaks[i] : &rn.leaks[i - ro.nleaks];
+        const report_leak_t *l = i < ro.nleaks ? &ro.leaks[i] : &rn.leaks[i - ro.nleaks];
         e[i].key = stack_key(l);
         if (e[i].key == NULL) goto oom;
         e[i].leak = l;
         e[i].side = i >= ro.nleaks;
         if (e[i].side)
-            e[i].new_count = (int64_t)l->count, e[i].new_bytes = (int64_t)l->bytes;
+            e[i].new_count = l->count, e[i].new_bytes = l->bytes;
         else
-            e[i].old_count = (int64_t)l->count, e[i].old_bytes = (int64_t)l->bytes;
+            e[i].old_count = l->count, e[i].old_bytes = l->bytes;
     }
     qsort(e, n, sizeof *e, by_key);
     /* Merge runs of equal keys into their first entry. */
@@ -173,9 +156,9 @@ int cmd_diff(int argc, char **argv)
         goto oom;
     }
     size_t ng = 0, nsh = 0;
-    int64_t gained = 0, lost = 0, gained_count = 0;
+    wide_t gained = 0, lost = 0, gained_count = 0;
     for (size_t i = 0; i < m; i++) {
-        int64_t d = e[i].new_bytes - e[i].old_bytes, dc = e[i].new_count - e[i].old_count;
+        wide_t d = e[i].new_bytes - e[i].old_bytes, dc = e[i].new_count - e[i].old_count;
         if (d > 0 || (d == 0 && dc > 0))
             grow[ng++] = e[i], gained += d, gained_count += dc;
         else if (d < 0 || dc < 0)
@@ -184,19 +167,19 @@ int cmd_diff(int argc, char **argv)
     qsort(grow, ng, sizeof *grow, by_growth);
     qsort(shrink, nsh, sizeof *shrink, by_shrink);
 
-    char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN], b3[TOOL_UNITS_LEN];
+    char b1[FMT_BYTES_LEN], b2[FMT_BYTES_LEN], b3[FMT_BYTES_LEN];
     printf("old  %s: pid %ld, trigger %s, dumped %s, %zu stacks\n", ro.path, ro.pid, ro.trigger,
            ro.dump_time[0] ? ro.dump_time : "?", ro.nleaks);
     printf("new  %s: pid %ld, trigger %s, dumped %s, %zu stacks\n", rn.path, rn.pid, rn.trigger,
            rn.dump_time[0] ? rn.dump_time : "?", rn.nleaks);
     if (ro.pid != rn.pid) printf("(different processes: stacks matched by module offsets)\n");
     for (size_t i = 0; i < rn.ndevices; i++) {
-        const rep_device_t *dn = &rn.devices[i];
+        const report_device_t *dn = &rn.devices[i];
         for (size_t j = 0; j < ro.ndevices; j++) {
             if (ro.devices[j].device != dn->device) continue;
             printf("device %ld: allocated %s -> %s (%s)\n", dn->device,
-                   tool_bytes(b1, ro.devices[j].allocated), tool_bytes(b2, dn->allocated),
-                   tool_sbytes(b3, (int64_t)dn->allocated - (int64_t)ro.devices[j].allocated));
+                   fmt_bytes(b1, ro.devices[j].allocated), fmt_bytes(b2, dn->allocated),
+                   fmt_sbytes(b3, clamp((wide_t)dn->allocated - ro.devices[j].allocated)));
         }
     }
     printf("\ngrew (%zu stack%s):\n", ng, ng == 1 ? "" : "s");
@@ -213,8 +196,8 @@ int cmd_diff(int argc, char **argv)
     if (nsh > top) printf("  ... %zu more\n", nsh - (size_t)top);
     if (nsh == 0) printf("  (nothing)\n");
     printf("\ntotal: grew %s in %+" PRId64 " allocations, shrank %s, net %s\n",
-           tool_sbytes(b1, gained), gained_count, tool_sbytes(b2, lost),
-           tool_sbytes(b3, gained + lost));
+           fmt_sbytes(b1, clamp(gained)), clamp(gained_count), fmt_sbytes(b2, clamp(lost)),
+           fmt_sbytes(b3, clamp(gained + lost)));
     /* Elapsed time: numeric dump times, else the uptimes of one process. */
     double dt = 0;
     if (ro.dump_time_s > 0 && rn.dump_time_s > 0)
@@ -223,23 +206,35 @@ int cmd_diff(int argc, char **argv)
         dt = rn.uptime_s - ro.uptime_s;
     if (dt > 0)
         printf("rate: %s per hour over %.0f s\n",
-               tool_sbytes(b2, (int64_t)((double)gained * 3600.0 / dt)), dt);
-    rc = have_fail && gained > 0 && (uint64_t)gained > fail_bytes ? TOOL_FINDING : TOOL_OK;
-    if (rc == TOOL_FINDING)
-        fprintf(stderr, "npupool diff: growth %s exceeds the limit\n", tool_sbytes(b1, gained));
+               fmt_sbytes(b2, clamp((wide_t)((double)gained * 3600.0 / dt))), dt);
+    rc = have_fail && gained > 0 && gained > (wide_t)fail_bytes ? TOOLS_FINDING : TOOLS_OK;
+    if (rc == TOOLS_FINDING)
+        tools_err("diff: growth %s exceeds the limit", fmt_sbytes(b1, clamp(gained)));
     for (size_t i = 0; i < m; i++) free(e[i].key);
     free(e);
     free(grow);
     free(shrink);
-    report_release(&ro);
-    report_release(&rn);
+    report_read_release(&ro);
+    report_read_release(&rn);
     return rc;
 oom:
     if (e)
         for (size_t i = 0; i < n; i++) free(e[i].key);
     free(e);
-    report_release(&ro);
-    report_release(&rn);
-    tool_err("out of memory");
-    return TOOL_BAD;
+    report_read_release(&ro);
+    report_read_release(&rn);
+    tools_err("out of memory");
+    return TOOLS_BAD;
 }
+
+const cli_cmd_t cmd_diff = {
+    .name = "diff",
+    .operands = "OLD NEW",
+    .purpose = "what grew between two reports, per stack",
+    .about = "What grew between two reports of the same process (or two runs of one program): per "
+             "stack,\nthe change in live allocations and bytes, sorted by growth; shrinking stacks "
+             "are listed apart.\nTake two snapshots hours apart (SIGUSR2 or "
+             "NPUPOOL_REPORT_INTERVAL) to find a slow leak.",
+    .opts = diff_opts,
+    .run = run,
+};

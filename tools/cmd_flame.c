@@ -6,25 +6,25 @@
  * module+0xoffset, else "??"; ';' inside a name becomes ':' and control characters a space, so
  * every line has exactly one separator before the number.
  */
-#include "report.h"
+#include "commands.h"
+#include "report_read.h"
+#include "site.h"
 #include "tools.h"
 
-#include <getopt.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char flame_help[] =
-    "usage: npupool flame REPORT [--by bytes|count] [--device D] [--with-device]\n"
-    "\n"
-    "Live allocations as folded stacks, one 'outer;...;inner VALUE' line per stack, for\n"
-    "flamegraph.pl, inferno-flamegraph or speedscope:\n"
-    "    npupool flame report.json | flamegraph.pl --countname bytes > leaks.svg\n"
-    "\n"
-    "  --by bytes|count  value of a stack: live requested bytes (default) or allocations\n"
-    "  --device D        only device D\n"
-    "  --with-device     add a root frame 'device N'\n"
-    "  -h, --help        this text\n";
+enum { OPT_BY, OPT_DEVICE, OPT_WITH_DEVICE };
+enum { BY_BYTES, BY_COUNT }; /* the words of --by, in order */
+static const cli_opt_t flame_opts[] = {
+    [OPT_BY] = {"by", 0, CLI_CHOICE, "bytes|count", "bytes", 0,
+                "value of a stack: live requested bytes or allocations"},
+    [OPT_DEVICE] = {"device", 0, CLI_UINT, "D", NULL, 0, "only device D"},
+    [OPT_WITH_DEVICE] = {"with-device", 0, CLI_FLAG, NULL, NULL, 0, "add a root frame 'device N'"},
+    {NULL},
+};
 
 typedef struct folded {
     char *text;     /* the folded frames */
@@ -41,23 +41,23 @@ static size_t put_name(char *out, const char *s)
     return n;
 }
 
-static char *fold(const rep_leak_t *l, int with_device)
+static char *fold(const report_leak_t *l, int with_device)
 {
     size_t cap = 32;
     for (size_t i = 0; i < l->nframes; i++)
         cap += 40 + (l->frames[i].function ? strlen(l->frames[i].function) : 0) +
-               (l->frames[i].module ? strlen(rep_basename(l->frames[i].module)) : 0);
+               (l->frames[i].module ? strlen(site_basename(l->frames[i].module)) : 0);
     char *t = malloc(cap), tmp[64];
     if (t == NULL) return NULL;
     size_t n = 0;
     if (with_device) n += (size_t)snprintf(t, cap, "device %ld", l->device);
     for (size_t i = l->nframes; i-- > 0;) {
-        const rep_frame_t *f = &l->frames[i];
+        const report_frame_t *f = &l->frames[i];
         if (n) t[n++] = ';';
         if (f->function)
             n += put_name(t + n, f->function);
         else if (f->module && f->has_offset) {
-            n += put_name(t + n, rep_basename(f->module));
+            n += put_name(t + n, site_basename(f->module));
             snprintf(tmp, sizeof tmp, "+0x%" PRIx64, f->offset);
             memcpy(t + n, tmp, strlen(tmp));
             n += strlen(tmp);
@@ -74,50 +74,20 @@ static int by_text(const void *a, const void *b)
     return strcmp(((const folded_t *)a)->text, ((const folded_t *)b)->text);
 }
 
-int cmd_flame(int argc, char **argv)
+static int run(const cli_cmd_t *cmd, const cli_args_t *a)
 {
-    static const struct option longopts[] = {
-        {"by", required_argument, NULL, 'b'},
-        {"device", required_argument, NULL, 'd'},
-        {"with-device", no_argument, NULL, 'w'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int by_count = 0, with_device = 0, have_dev = 0, c;
-    uint64_t devsel = 0;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'b':
-            if (strcmp(optarg, "bytes") == 0)
-                by_count = 0;
-            else if (strcmp(optarg, "count") == 0)
-                by_count = 1;
-            else
-                return tool_usage_error("flame", "--by: '%s' is not bytes or count", optarg);
-            break;
-        case 'd':
-            if (tool_parse_u64(optarg, &devsel) != 0)
-                return tool_usage_error("flame", "--device: '%s' is not a device number", optarg);
-            have_dev = 1;
-            break;
-        case 'w': with_device = 1; break;
-        case 'h': fputs(flame_help, stdout); return TOOL_OK;
-        case ':': return tool_usage_error("flame", "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error("flame", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return tool_usage_error("flame", optind == argc ? "missing REPORT" : "one REPORT only");
+    (void)cmd;
+    const int by_count = a->v[OPT_BY].choice == BY_COUNT, with_device = a->v[OPT_WITH_DEVICE].given;
+    const int have_dev = a->v[OPT_DEVICE].given;
+    const uint64_t devsel = a->v[OPT_DEVICE].u;
     report_t r;
-    int rc = report_load(argv[optind], &r);
-    if (rc != TOOL_OK) return rc;
+    int rc = report_read_file(a->operand[0], &r);
+    if (rc != TOOLS_OK) return rc;
     folded_t *v = calloc(r.nleaks ? r.nleaks : 1, sizeof *v);
     size_t n = 0;
     if (v == NULL) goto oom;
     for (size_t i = 0; i < r.nleaks; i++) {
-        const rep_leak_t *l = &r.leaks[i];
+        const report_leak_t *l = &r.leaks[i];
         if (have_dev && l->device != (long)devsel) continue;
         uint64_t val = by_count ? l->count : l->bytes;
         if (val == 0) continue;
@@ -135,13 +105,24 @@ int cmd_flame(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++) free(v[i].text);
     free(v);
-    report_release(&r);
-    return TOOL_OK;
+    report_read_release(&r);
+    return TOOLS_OK;
 oom:
     if (v)
         for (size_t i = 0; i < n; i++) free(v[i].text);
     free(v);
-    report_release(&r);
-    tool_err("out of memory");
-    return TOOL_BAD;
+    report_read_release(&r);
+    tools_err("out of memory");
+    return TOOLS_BAD;
 }
+
+const cli_cmd_t cmd_flame = {
+    .name = "flame",
+    .operands = "REPORT",
+    .purpose = "live allocations as folded stacks (flamegraph.pl)",
+    .about = "Live allocations as folded stacks, one 'outer;...;inner VALUE' line per stack, for\n"
+             "flamegraph.pl, inferno-flamegraph or speedscope:\n"
+             "    npupool flame report.json | flamegraph.pl --countname bytes > leaks.svg",
+    .opts = flame_opts,
+    .run = run,
+};

@@ -6,37 +6,40 @@
  * Sites are sorted by live bytes, largest first; the stacks under a site likewise.
  * Cost: O(stacks log stacks).
  */
-#include "report.h"
+#include "commands.h"
+#include "fmt.h"
+#include "report_read.h"
+#include "site.h"
 #include "tools.h"
 
-#include <getopt.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char leaks_help[] =
-    "usage: npupool leaks REPORT [--top N] [--min-bytes B] [--device D] [--fail-on-leak]\n"
-    "\n"
-    "Live allocations grouped by allocation site (the innermost frame), largest first, each with\n"
-    "the full stacks that reach it.\n"
-    "\n"
-    "  --top N         show the N largest sites (default: all)\n"
-    "  --min-bytes B   only sites holding at least B bytes (suffixes K, M, G)\n"
-    "  --device D      only allocations of device D\n"
-    "  --fail-on-leak  exit 1 when any site is listed (for CI)\n"
-    "  -h, --help      this text\n";
+enum { OPT_TOP, OPT_MIN_BYTES, OPT_DEVICE, OPT_FAIL_ON_LEAK };
+static const cli_opt_t leaks_opts[] = {
+    [OPT_TOP] = {"top", 0, CLI_UINT, "N", NULL, CLI_POSITIVE,
+                 "show the N largest sites (default: all)"},
+    [OPT_MIN_BYTES] = {"min-bytes", 0, CLI_SIZE, "B", NULL, 0,
+                       "only sites holding at least B bytes (suffixes K, M, G)"},
+    [OPT_DEVICE] = {"device", 0, CLI_UINT, "D", NULL, 0, "only allocations of device D"},
+    [OPT_FAIL_ON_LEAK] = {"fail-on-leak", 0, CLI_FLAG, NULL, NULL, 0,
+                          "exit 1 when any site is listed (for CI)"},
+    {NULL},
+};
 
-typedef struct site {
+typedef struct group {
     char key[160];  /* grouping key */
     uint64_t count; /* live allocations */
     uint64_t bytes; /* requested bytes */
     size_t first;   /* index of the first stack in the sorted stack list */
     size_t nstacks; /* stacks of this site */
-} site_t;
+} group_t;
 
-static void site_key(const rep_leak_t *l, char *buf, size_t cap)
+static void site_key(const report_leak_t *l, char *buf, size_t cap)
 {
-    const rep_frame_t *f = l->nframes ? &l->frames[0] : NULL;
+    const report_frame_t *f = l->nframes ? &l->frames[0] : NULL;
     if (f == NULL)
         snprintf(buf, cap, "?");
     else if (f->module && f->has_offset)
@@ -48,9 +51,9 @@ static void site_key(const rep_leak_t *l, char *buf, size_t cap)
 }
 
 typedef struct keyed {
-    const rep_leak_t *l; /* the stack */
-    char key[160];       /* its site key */
-    uint64_t site_bytes; /* bytes of its whole site (filled in a second pass) */
+    const report_leak_t *l; /* the stack */
+    char key[160];          /* its site key */
+    uint64_t site_bytes;    /* bytes of its whole site (filled in a second pass) */
 } keyed_t;
 
 static int keyed_by_key(const void *a, const void *b)
@@ -62,58 +65,30 @@ static int keyed_by_key(const void *a, const void *b)
     return x->l < y->l ? -1 : x->l > y->l;
 }
 
-static int site_by_bytes(const void *a, const void *b)
+static int group_by_bytes(const void *a, const void *b)
 {
-    const site_t *x = a, *y = b;
+    const group_t *x = a, *y = b;
     if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
     if (x->count != y->count) return x->count < y->count ? 1 : -1;
     return strcmp(x->key, y->key);
 }
 
-int cmd_leaks(int argc, char **argv)
+static int run(const cli_cmd_t *cmd, const cli_args_t *a)
 {
-    static const struct option longopts[] = {
-        {"top", required_argument, NULL, 't'},    {"min-bytes", required_argument, NULL, 'm'},
-        {"device", required_argument, NULL, 'd'}, {"fail-on-leak", no_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
-    };
-    uint64_t top = UINT64_MAX, min_bytes = 0, devsel = 0;
-    int have_dev = 0, fail_on_leak = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            if (tool_parse_u64(optarg, &top) != 0 || top == 0)
-                return tool_usage_error("leaks", "--top: '%s' is not a positive number", optarg);
-            break;
-        case 'm':
-            if (tool_parse_bytes(optarg, &min_bytes) != 0)
-                return tool_usage_error("leaks", "--min-bytes: '%s' is not a size", optarg);
-            break;
-        case 'd':
-            if (tool_parse_u64(optarg, &devsel) != 0)
-                return tool_usage_error("leaks", "--device: '%s' is not a device number", optarg);
-            have_dev = 1;
-            break;
-        case 'F': fail_on_leak = 1; break;
-        case 'h': fputs(leaks_help, stdout); return TOOL_OK;
-        case ':': return tool_usage_error("leaks", "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error("leaks", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return tool_usage_error("leaks", optind == argc ? "missing REPORT" : "one REPORT only");
+    (void)cmd;
+    const uint64_t top = a->v[OPT_TOP].given ? a->v[OPT_TOP].u : UINT64_MAX;
+    const uint64_t min_bytes = a->v[OPT_MIN_BYTES].u, devsel = a->v[OPT_DEVICE].u;
+    const int have_dev = a->v[OPT_DEVICE].given, fail_on_leak = a->v[OPT_FAIL_ON_LEAK].given;
     report_t r;
-    int rc = report_load(argv[optind], &r);
-    if (rc != TOOL_OK) return rc;
+    int rc = report_read_file(a->operand[0], &r);
+    if (rc != TOOLS_OK) return rc;
 
     keyed_t *k = calloc(r.nleaks ? r.nleaks : 1, sizeof *k);
-    site_t *s = calloc(r.nleaks ? r.nleaks : 1, sizeof *s);
+    group_t *s = calloc(r.nleaks ? r.nleaks : 1, sizeof *s);
     if (k == NULL || s == NULL) {
-        free(k), free(s), report_release(&r);
-        tool_err("out of memory");
-        return TOOL_BAD;
+        free(k), free(s), report_read_release(&r);
+        tools_err("out of memory");
+        return TOOLS_BAD;
     }
     size_t nk = 0;
     for (size_t i = 0; i < r.nleaks; i++) {
@@ -130,58 +105,67 @@ int cmd_leaks(int argc, char **argv)
             s[ns].first = i;
             ns++;
         }
-        site_t *st = &s[ns - 1];
-        st->count += k[i].l->count;
-        st->bytes += k[i].l->bytes;
+        group_t *st = &s[ns - 1];
+        st->count = tools_add_sat(st->count, k[i].l->count);
+        st->bytes = tools_add_sat(st->bytes, k[i].l->bytes);
         st->nstacks++;
     }
-    qsort(s, ns, sizeof *s, site_by_bytes);
+    qsort(s, ns, sizeof *s, group_by_bytes);
 
     uint64_t shown_count = 0, shown_bytes = 0, total_bytes = 0;
     size_t shown = 0;
     for (size_t i = 0; i < ns; i++) {
-        total_bytes += s[i].bytes;
+        total_bytes = tools_add_sat(total_bytes, s[i].bytes);
         if (s[i].bytes < min_bytes || shown >= top) continue;
         shown++;
-        shown_count += s[i].count;
-        shown_bytes += s[i].bytes;
+        shown_count = tools_add_sat(shown_count, s[i].count);
+        shown_bytes = tools_add_sat(shown_bytes, s[i].bytes);
     }
-    char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN];
+    char b1[FMT_BYTES_LEN], b2[FMT_BYTES_LEN];
     printf("live allocations in %s: %zu of %zu sites, %" PRIu64 " allocations, %s (of %s)\n",
-           r.path, shown, ns, shown_count, tool_bytes(b1, shown_bytes),
-           tool_bytes(b2, total_bytes));
+           r.path, shown, ns, shown_count, fmt_bytes(b1, shown_bytes), fmt_bytes(b2, total_bytes));
     size_t printed = 0;
     for (size_t i = 0; i < ns && printed < shown; i++) {
         if (s[i].bytes < min_bytes) continue;
         printed++;
         char label[256];
-        const rep_leak_t *l0 = k[s[i].first].l;
+        const report_leak_t *l0 = k[s[i].first].l;
         printf("\n#%zu %s: %s in %" PRIu64 " allocation%s, %zu stack%s\n", printed,
-               rep_site_label(l0, label, sizeof label), tool_bytes(b1, s[i].bytes), s[i].count,
+               site_label(l0, label, sizeof label), fmt_bytes(b1, s[i].bytes), s[i].count,
                s[i].count == 1 ? "" : "s", s[i].nstacks, s[i].nstacks == 1 ? "" : "s");
         for (size_t j = 0; j < s[i].nstacks; j++) {
-            const rep_leak_t *l = k[s[i].first + j].l;
+            const report_leak_t *l = k[s[i].first + j].l;
             printf("   stack %s, device %ld: %s in %" PRIu64 " allocation%s",
-                   l->stack_id[0] ? l->stack_id : "?", l->device, tool_bytes(b1, l->bytes),
-                   l->count, l->count == 1 ? "" : "s");
-            if (l->granted) printf(" (granted %s)", tool_bytes(b2, l->granted));
+                   l->stack_id[0] ? l->stack_id : "?", l->device, fmt_bytes(b1, l->bytes), l->count,
+                   l->count == 1 ? "" : "s");
+            if (l->granted) printf(" (granted %s)", fmt_bytes(b2, l->granted));
             printf(", oldest %.1f s", l->oldest_age_s);
             if (l->has_growth)
                 printf(", growth %+" PRId64 " / %s", l->growth_count,
-                       tool_sbytes(b2, l->growth_bytes));
+                       fmt_sbytes(b2, l->growth_bytes));
             printf("\n");
             for (size_t f = 0; f < l->nframes; f++) {
                 char fl[600];
-                printf("      #%-2zu %s\n", f, rep_frame_label(&l->frames[f], fl, sizeof fl));
+                printf("      #%-2zu %s\n", f, site_frame_label(&l->frames[f], fl, sizeof fl));
             }
             if (l->nframes == 0) printf("      (no stack: backtraces off)\n");
         }
     }
     if (r.leaks_omitted)
         printf("\n(%" PRIu64 " more sites left out of the report)\n", r.leaks_omitted);
-    rc = fail_on_leak && shown ? TOOL_FINDING : TOOL_OK;
+    rc = fail_on_leak && shown ? TOOLS_FINDING : TOOLS_OK;
     free(k);
     free(s);
-    report_release(&r);
+    report_read_release(&r);
     return rc;
 }
+
+const cli_cmd_t cmd_leaks = {
+    .name = "leaks",
+    .operands = "REPORT",
+    .purpose = "live allocations grouped by site, full stacks",
+    .about = "Live allocations grouped by allocation site (the innermost frame), largest first, "
+             "each with\nthe full stacks that reach it.",
+    .opts = leaks_opts,
+    .run = run,
+};

@@ -10,12 +10,15 @@
  * stays small for any number of blocks.  Cost: O(blocks + cells) per device.
  */
 #define _GNU_SOURCE
+#include "commands.h"
+#include "fmt.h"
 #include "pool.h"
-#include "report.h"
+#include "report_read.h"
+#include "site.h"
 #include "tools.h"
 
-#include <getopt.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,19 +34,17 @@
 #define USED_COLOR "#4e79a7"
 #define OTHER_COLOR "#a0a0a0"
 
-static const char map_help[] =
-    "usage: npupool map REPORT -o FILE [--html] [--by class|site]\n"
-    "\n"
-    "Draw each device's pool: the address range as a bar, live memory coloured by size class or "
-    "by\n"
-    "site (when the report lists live blocks; else one 'in use' colour), free blocks as pale "
-    "bands,\n"
-    "the largest free block outlined in red, free / largest free / fragmentation written on it.\n"
-    "\n"
-    "  -o, --output FILE  where to write ('-' = standard output)\n"
-    "  --html             one self-contained HTML page (also when FILE ends in .html)\n"
-    "  --by class|site    colour live blocks by size class (default) or by allocation site\n"
-    "  -h, --help         this text\n";
+enum { OPT_OUTPUT, OPT_HTML, OPT_BY };
+enum { BY_CLASS, BY_SITE }; /* the words of --by, in order */
+static const cli_opt_t map_opts[] = {
+    [OPT_OUTPUT] = {"output", 'o', CLI_TEXT, "FILE", NULL, CLI_REQUIRED,
+                    "where to write ('-' = standard output)"},
+    [OPT_HTML] = {"html", 0, CLI_FLAG, NULL, NULL, 0,
+                  "one self-contained HTML page (also when FILE ends in .html)"},
+    [OPT_BY] = {"by", 0, CLI_CHOICE, "class|site", "class", 0,
+                "colour live blocks by size class or by allocation site"},
+    {NULL},
+};
 
 static const char *const palette[NCOLORS] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",  "#59a14f",
                                              "#edc948", "#b07aa1", "#ff9da7", OTHER_COLOR};
@@ -75,7 +76,7 @@ typedef struct mapctx {
     cell_t *cells;      /* MAP_ROWS * MAP_COLS */
 } mapctx_t;
 
-static int class_of(const rep_device_t *d, uint64_t size)
+static int class_of(const report_device_t *d, uint64_t size)
 {
     for (size_t i = 0; i < d->nbuckets && i < 8; i++)
         if (d->buckets[i].has_range && size >= d->buckets[i].lo && size <= d->buckets[i].hi)
@@ -84,9 +85,9 @@ static int class_of(const rep_device_t *d, uint64_t size)
     return b < 8 ? b : 7;
 }
 
-static void class_label(const rep_device_t *d, int k, char *buf, size_t cap)
+static void class_label(const report_device_t *d, int k, char *buf, size_t cap)
 {
-    char lo[TOOL_UNITS_LEN], hi[TOOL_UNITS_LEN];
+    char lo[FMT_BYTES_LEN], hi[FMT_BYTES_LEN];
     uint64_t l, h;
     if ((size_t)k < d->nbuckets && d->buckets[k].has_range)
         l = d->buckets[k].lo, h = d->buckets[k].hi;
@@ -94,9 +95,9 @@ static void class_label(const rep_device_t *d, int k, char *buf, size_t cap)
         l = k ? pool_bucket_limit[k - 1] + 1 : 0,
         h = k < POOL_NBUCKETS - 1 ? pool_bucket_limit[k] : UINT64_MAX;
     if (h == UINT64_MAX)
-        snprintf(buf, cap, "> %s", tool_bytes(lo, l ? l - 1 : 0));
+        snprintf(buf, cap, "> %s", fmt_bytes(lo, l ? l - 1 : 0));
     else
-        snprintf(buf, cap, "%s - %s", tool_bytes(lo, l), tool_bytes(hi, h));
+        snprintf(buf, cap, "%s - %s", fmt_bytes(lo, l), fmt_bytes(hi, h));
 }
 
 /* Spread [off, off+size) over the cells; add to free or to live[color]. */
@@ -122,7 +123,7 @@ static void spread(cell_t *cells, uint64_t reserved, uint64_t off, uint64_t size
 
 static int ext_by_offset(const void *a, const void *b)
 {
-    const rep_extent_t *x = a, *y = b;
+    const report_extent_t *x = a, *y = b;
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
@@ -143,9 +144,9 @@ static int color_of_site(const mapctx_t *m, long site)
 }
 
 /* Draw one device; y = top.  Returns the height used. */
-static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
+static int draw_device(FILE *f, mapctx_t *m, const report_device_t *d, int y)
 {
-    char b1[TOOL_UNITS_LEN], b2[TOOL_UNITS_LEN], b3[TOOL_UNITS_LEN], b4[TOOL_UNITS_LEN];
+    char b1[FMT_BYTES_LEN], b2[FMT_BYTES_LEN], b3[FMT_BYTES_LEN], b4[FMT_BYTES_LEN];
     int y0 = y;
     fprintf(f, "<g class=\"device\" id=\"device-%ld\">\n", d->device);
     fprintf(f, "<text x=\"12\" y=\"%d\" class=\"h\">device %ld</text>\n", y + 14, d->device);
@@ -159,13 +160,13 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
     fprintf(f,
             "<text x=\"%d\" y=\"%d\">pool %s at 0x%" PRIx64 ": allocated %s, free %s in %" PRIu64
             " blocks</text>\n",
-            LEFT, y + 14, tool_bytes(b1, d->reserved), d->base, tool_bytes(b2, d->allocated),
-            tool_bytes(b3, d->free_bytes), d->free_blocks);
+            LEFT, y + 14, fmt_bytes(b1, d->reserved), d->base, fmt_bytes(b2, d->allocated),
+            fmt_bytes(b3, d->free_bytes), d->free_blocks);
     y += 20;
     fprintf(f,
             "<text x=\"%d\" y=\"%d\" class=\"fig\">largest free block %s, fragmentation "
             "%.1f%%</text>\n",
-            LEFT, y + 14, tool_bytes(b4, d->largest_free), d->fragmentation * 100.0);
+            LEFT, y + 14, fmt_bytes(b4, d->largest_free), d->fragmentation * 100.0);
     y += 24;
     memset(m->cells, 0, sizeof(cell_t) * MAP_ROWS * MAP_COLS);
     const uint64_t reserved = d->reserved;
@@ -173,12 +174,12 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
         spread(m->cells, reserved, d->free_map[i].offset, d->free_map[i].size, -1);
     int have_live = d->nlive_map > 0;
     for (size_t i = 0; i < d->nlive_map; i++) {
-        const rep_extent_t *e = &d->live_map[i];
+        const report_extent_t *e = &d->live_map[i];
         int col = m->by_site ? color_of_site(m, e->site) : class_of(d, e->size);
         spread(m->cells, reserved, e->offset, e->size, col);
     }
     /* Largest listed free block. */
-    const rep_extent_t *big = NULL;
+    const report_extent_t *big = NULL;
     for (size_t i = 0; i < d->nfree_map; i++)
         if (big == NULL || d->free_map[i].size > big->size) big = &d->free_map[i];
 
@@ -187,7 +188,7 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
         int ry = y + row * (ROW_H + ROW_GAP);
         uint64_t row_off = (uint64_t)((unsigned __int128)row * MAP_COLS * reserved / ncell);
         fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"off\" text-anchor=\"end\">+%s</text>\n",
-                LEFT - 6, ry + 17, row ? tool_bytes(b1, row_off) : "0");
+                LEFT - 6, ry + 17, row ? fmt_bytes(b1, row_off) : "0");
         /* Row background = in use; cells overwrite it. */
         fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", LEFT, ry,
                 MAP_COLS * CELL_W, ROW_H, have_live ? FREE_COLOR : USED_COLOR);
@@ -272,7 +273,7 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
         fprintf(f,
                 "<text x=\"%d\" y=\"%d\" class=\"note\">red outline: largest free block, %s at "
                 "+0x%" PRIx64 "</text>\n",
-                LEFT, y + 10, tool_bytes(b1, big->size), big->offset);
+                LEFT, y + 10, fmt_bytes(b1, big->size), big->offset);
     else
         fprintf(f, "<text x=\"%d\" y=\"%d\" class=\"note\">no free block listed</text>\n", LEFT,
                 y + 10);
@@ -282,7 +283,7 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
                 "<text x=\"%d\" y=\"%d\" class=\"note\">%" PRIu64
                 " smaller free blocks (%s) not listed in the report: "
                 "drawn as in use</text>\n",
-                LEFT, y + 10, d->free_map_omitted, tool_bytes(b1, d->free_map_omitted_bytes));
+                LEFT, y + 10, d->free_map_omitted, fmt_bytes(b1, d->free_map_omitted_bytes));
         y += 16;
     }
     /* Legend. */
@@ -313,7 +314,7 @@ static int draw_device(FILE *f, mapctx_t *m, const rep_device_t *d, int y)
                     snprintf(label, sizeof label, "other sites");
                     color = NCOLORS - 1;
                 } else {
-                    rep_stack_label(&m->r->leaks[m->site_color[k]], label, sizeof label);
+                    site_stack_label(&m->r->leaks[m->site_color[k]], label, sizeof label);
                 }
             } else {
                 class_label(d, k, label, sizeof label);
@@ -367,7 +368,7 @@ static int write_svg(FILE *f, mapctx_t *m)
           f);
     fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n", WIDTH, height);
     fputs("<text x=\"12\" y=\"22\" class=\"h\">npupool pool map: ", f);
-    xml_escape(f, r->exe[0] ? rep_basename(r->exe) : "?");
+    xml_escape(f, r->exe[0] ? site_basename(r->exe) : "?");
     fprintf(f, " (pid %ld, trigger %s", r->pid, r->trigger);
     if (r->dump_time[0]) {
         fputs(", ", f);
@@ -383,7 +384,7 @@ static int write_svg(FILE *f, mapctx_t *m)
 static int write_html(FILE *f, mapctx_t *m)
 {
     const report_t *r = m->r;
-    char b[6][TOOL_UNITS_LEN];
+    char b[6][FMT_BYTES_LEN];
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>npupool pool "
           "map</title>\n"
           "<style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse}"
@@ -402,7 +403,7 @@ static int write_html(FILE *f, mapctx_t *m)
           "<th>fragmentation</th><th>free blocks</th></tr>\n",
           f);
     for (size_t i = 0; i < r->ndevices; i++) {
-        const rep_device_t *d = &r->devices[i];
+        const report_device_t *d = &r->devices[i];
         if (!d->has_pool) {
             fprintf(f, "<tr><td>%ld</td><td colspan=\"6\">no pool</td></tr>\n", d->device);
             continue;
@@ -410,8 +411,8 @@ static int write_html(FILE *f, mapctx_t *m)
         fprintf(f,
                 "<tr><td>%ld</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</"
                 "td><td>%" PRIu64 "</td></tr>\n",
-                d->device, tool_bytes(b[0], d->reserved), tool_bytes(b[1], d->allocated),
-                tool_bytes(b[2], d->free_bytes), tool_bytes(b[3], d->largest_free),
+                d->device, fmt_bytes(b[0], d->reserved), fmt_bytes(b[1], d->allocated),
+                fmt_bytes(b[2], d->free_bytes), fmt_bytes(b[3], d->largest_free),
                 d->fragmentation * 100.0, d->free_blocks);
     }
     fputs("</table>\n<div>\n", f);
@@ -420,66 +421,39 @@ static int write_html(FILE *f, mapctx_t *m)
     return rc;
 }
 
-int cmd_map(int argc, char **argv)
+static int run(const cli_cmd_t *cmd, const cli_args_t *a)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"html", no_argument, NULL, 'H'},
-        {"by", required_argument, NULL, 'b'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *out = NULL;
-    int html = 0, by_site = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'H': html = 1; break;
-        case 'b':
-            if (strcmp(optarg, "class") == 0)
-                by_site = 0;
-            else if (strcmp(optarg, "site") == 0)
-                by_site = 1;
-            else
-                return tool_usage_error("map", "--by: '%s' is not class or site", optarg);
-            break;
-        case 'h': fputs(map_help, stdout); return TOOL_OK;
-        case ':': return tool_usage_error("map", "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error("map", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return tool_usage_error("map", optind == argc ? "missing REPORT" : "one REPORT only");
-    if (out == NULL) return tool_usage_error("map", "missing -o FILE");
+    (void)cmd;
+    const char *out = a->v[OPT_OUTPUT].text;
+    int html = a->v[OPT_HTML].given;
+    const int by_site = a->v[OPT_BY].choice == BY_SITE;
     size_t ol = strlen(out);
     if (ol > 5 && strcmp(out + ol - 5, ".html") == 0) html = 1;
     report_t r;
-    int rc = report_load(argv[optind], &r);
-    if (rc != TOOL_OK) return rc;
+    int rc = report_read_file(a->operand[0], &r);
+    if (rc != TOOLS_OK) return rc;
     mapctx_t m = {.r = &r, .by_site = by_site};
     m.cells = malloc(sizeof(cell_t) * MAP_ROWS * MAP_COLS);
     long *order = malloc((r.nleaks ? r.nleaks : 1) * sizeof *order);
     if (m.cells == NULL || order == NULL) {
-        free(m.cells), free(order), report_release(&r);
-        tool_err("out of memory");
-        return TOOL_BAD;
+        free(m.cells), free(order), report_read_release(&r);
+        tools_err("out of memory");
+        return TOOLS_BAD;
     }
     for (size_t i = 0; i < r.nleaks; i++) order[i] = (long)i;
     qsort_r(order, r.nleaks, sizeof *order, leak_idx_cmp, &r);
     for (size_t i = 0; i < r.nleaks && i < 8; i++) m.site_color[m.nsite_colors++] = order[i];
     free(order);
     for (size_t i = 0; i < r.ndevices; i++) {
-        rep_device_t *d = &r.devices[i];
+        report_device_t *d = &r.devices[i];
         if (d->nfree_map > 1) qsort(d->free_map, d->nfree_map, sizeof *d->free_map, ext_by_offset);
     }
     FILE *f = strcmp(out, "-") == 0 ? stdout : fopen(out, "w");
     if (f == NULL) {
-        tool_err("%s: cannot write: %m", out);
+        tools_err("%s: cannot write: %m", out);
         free(m.cells);
-        report_release(&r);
-        return TOOL_BAD;
+        report_read_release(&r);
+        return TOOLS_BAD;
     }
     int bad = (html ? write_html(f, &m) : write_svg(f, &m)) != 0;
     bad |= ferror(f);
@@ -488,10 +462,22 @@ int cmd_map(int argc, char **argv)
     else
         bad |= fflush(f) != 0;
     if (bad) {
-        tool_err("%s: write failed", out);
-        rc = TOOL_BAD;
+        tools_err("%s: write failed", out);
+        rc = TOOLS_BAD;
     }
     free(m.cells);
-    report_release(&r);
+    report_read_release(&r);
     return rc;
 }
+
+const cli_cmd_t cmd_map = {
+    .name = "map",
+    .operands = "REPORT",
+    .purpose = "SVG/HTML picture of each pool",
+    .about = "Draw each device's pool: the address range as a bar, live memory coloured by size "
+             "class or by\nsite (when the report lists live blocks; else one 'in use' colour), "
+             "free blocks as pale bands,\nthe largest free block outlined in red, free / largest "
+             "free / fragmentation written on it.",
+    .opts = map_opts,
+    .run = run,
+};

@@ -5,34 +5,30 @@
  * out: to standard output, to -o FILE, or in place (temporary file + rename, like the shim).
  * A frame whose module cannot be found or whose build id differs keeps what it had.
  */
-#include "report.h"
-#include "symbolize.h"
+#include "commands.h"
+#include "report_read.h"
+#include "symfile.h"
 #include "tools.h"
 
 #include <errno.h>
-#include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static const char symbolize_help[] =
-    "usage: npupool symbolize REPORT [-o OUT | --in-place] [--missing-only] [--debug-dir DIR]\n"
-    "                         [--path-map OLD=NEW]\n"
-    "\n"
-    "Redo each frame's function, file and line from its module, offset and build id with "
-    "elfutils'\n"
-    "libdw: for reports written on a machine without debug information, or with\n"
-    "NPUPOOL_REPORT_SYMBOLS=0.  Needs the same binaries (the build id must match) or their debug\n"
-    "files (/usr/lib/debug/.build-id/...).  Writes the whole report, changed frames included.\n"
-    "\n"
-    "  -o, --output OUT    write to OUT (default: standard output)\n"
-    "  --in-place          replace REPORT (atomically)\n"
-    "  --missing-only      only frames without a function name\n"
-    "  --debug-dir DIR     also look for separate debug files in DIR\n"
-    "  --path-map OLD=NEW  modules under OLD are read from NEW (binaries copied elsewhere)\n"
-    "  -h, --help          this text\n"
-    "\n"
-    "A summary line goes to standard error.  Exit: 0 done, 2 bad usage or input.\n";
+enum { OPT_OUTPUT, OPT_IN_PLACE, OPT_MISSING_ONLY, OPT_DEBUG_DIR, OPT_PATH_MAP };
+static const cli_opt_t symbolize_opts[] = {
+    [OPT_OUTPUT] = {"output", 'o', CLI_TEXT, "OUT", NULL, 0,
+                    "write to OUT (default: standard output)"},
+    [OPT_IN_PLACE] = {"in-place", 0, CLI_FLAG, NULL, NULL, CLI_ALT, "replace REPORT (atomically)"},
+    [OPT_MISSING_ONLY] = {"missing-only", 0, CLI_FLAG, NULL, NULL, 0,
+                          "only frames without a function name"},
+    [OPT_DEBUG_DIR] = {"debug-dir", 0, CLI_TEXT, "DIR", NULL, 0,
+                       "also look for separate debug files in DIR"},
+    [OPT_PATH_MAP] = {"path-map", 0, CLI_TEXT, "OLD=NEW", NULL, 0,
+                      "modules under OLD are read from NEW (binaries copied elsewhere)"},
+    {NULL},
+};
 
 typedef struct sym_stats {
     unsigned long frames;    /* frames seen */
@@ -43,9 +39,9 @@ typedef struct sym_stats {
     unsigned long nothing;   /* no symbol at the offset */
 } sym_stats_t;
 
-static void set_str(cJSON *obj, const char *key, const char *val)
+/* obj[key] = v, replacing what was there (v == NULL: host OOM, nothing changes). */
+static void set_item(cJSON *obj, const char *key, cJSON *v)
 {
-    cJSON *v = cJSON_CreateString(val);
     if (v == NULL) return;
     if (cJSON_GetObjectItemCaseSensitive(obj, key))
         cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
@@ -53,17 +49,7 @@ static void set_str(cJSON *obj, const char *key, const char *val)
         cJSON_AddItemToObject(obj, key, v);
 }
 
-static void set_num(cJSON *obj, const char *key, double val)
-{
-    cJSON *v = cJSON_CreateNumber(val);
-    if (v == NULL) return;
-    if (cJSON_GetObjectItemCaseSensitive(obj, key))
-        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
-    else
-        cJSON_AddItemToObject(obj, key, v);
-}
-
-static void redo(tsym_t *ts, rep_frame_t *f, int missing_only, sym_stats_t *st)
+static void redo(symfile_t *ts, report_frame_t *f, int missing_only, sym_stats_t *st)
 {
     st->frames++;
     if (missing_only && f->function) {
@@ -76,36 +62,37 @@ static void redo(tsym_t *ts, rep_frame_t *f, int missing_only, sym_stats_t *st)
     }
     const char *fn, *file;
     int line;
-    int rc = tsym_lookup(ts, f->module, f->build_id, f->offset, &fn, &file, &line);
-    if (rc == TSYM_NO_MODULE)
+    int rc = symfile_lookup(ts, f->module, f->build_id, f->offset, &fn, &file, &line);
+    if (rc == SYMFILE_NO_MODULE)
         st->no_module++;
-    else if (rc == TSYM_BUILD_ID)
+    else if (rc == SYMFILE_BUILD_ID)
         st->mismatch++;
-    else if (rc == TSYM_NOTHING)
+    else if (rc == SYMFILE_NOTHING)
         st->nothing++;
-    if (rc != TSYM_OK) return;
+    if (rc != SYMFILE_OK) return;
     st->resolved++;
-    if (fn) set_str(f->node, "function", fn);
+    if (fn) set_item(f->node, "function", cJSON_CreateString(fn));
     if (file) {
-        set_str(f->node, "file", file);
-        set_num(f->node, "line", line);
+        set_item(f->node, "file", cJSON_CreateString(file));
+        set_item(f->node, "line", cJSON_CreateNumber(line));
     }
 }
 
-static int write_out(const report_t *r, const char *out, int in_place)
+static int write_out(report_t *r, const char *out, int in_place)
 {
+    report_read_keep_literals(r); /* integers beyond 2^53 stay exact */
     char *text = cJSON_Print(r->root);
     if (text == NULL) {
-        tool_err("out of memory printing the report");
-        return TOOL_BAD;
+        tools_err("out of memory printing the report");
+        return TOOLS_BAD;
     }
     size_t len = strlen(text);
-    int rc = TOOL_OK;
+    int rc = TOOLS_OK;
     if (!in_place && (out == NULL || strcmp(out, "-") == 0)) {
         if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF ||
             fflush(stdout) != 0) {
-            tool_err("standard output: write failed");
-            rc = TOOL_BAD;
+            tools_err("standard output: write failed");
+            rc = TOOLS_BAD;
         }
         cJSON_free(text);
         return rc;
@@ -115,66 +102,38 @@ static int write_out(const report_t *r, const char *out, int in_place)
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (f == NULL) {
-        tool_err("%s: cannot write: %s", tmp, strerror(errno));
+        tools_err("%s: cannot write: %s", tmp, strerror(errno));
         cJSON_free(text);
-        return TOOL_BAD;
+        return TOOLS_BAD;
     }
     int bad = fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF;
     bad |= fclose(f) != 0;
     cJSON_free(text);
     if (bad || rename(tmp, dest) != 0) {
-        tool_err("%s: write failed: %s", dest, strerror(errno));
+        tools_err("%s: write failed: %s", dest, strerror(errno));
         unlink(tmp);
-        return TOOL_BAD;
+        return TOOLS_BAD;
     }
-    return TOOL_OK;
+    return TOOLS_OK;
 }
 
-int cmd_symbolize(int argc, char **argv)
+static int run(const cli_cmd_t *cmd, const cli_args_t *a)
 {
-    static const struct option longopts[] = {
-        {"output", required_argument, NULL, 'o'},
-        {"in-place", no_argument, NULL, 'i'},
-        {"missing-only", no_argument, NULL, 'm'},
-        {"debug-dir", required_argument, NULL, 'd'},
-        {"path-map", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *out = NULL, *debug_dir = NULL, *path_map = NULL;
-    int in_place = 0, missing_only = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'i': in_place = 1; break;
-        case 'm': missing_only = 1; break;
-        case 'd': debug_dir = optarg; break;
-        case 'p':
-            if (strchr(optarg, '=') == NULL || optarg[0] == '=')
-                return tool_usage_error("symbolize", "--path-map: '%s' is not OLD=NEW", optarg);
-            path_map = optarg;
-            break;
-        case 'h': fputs(symbolize_help, stdout); return TOOL_OK;
-        case ':':
-            return tool_usage_error("symbolize", "option '%s' needs a value", argv[optind - 1]);
-        default: return tool_usage_error("symbolize", "unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind != argc - 1)
-        return tool_usage_error("symbolize", optind == argc ? "missing REPORT" : "one REPORT only");
-    if (in_place && out) return tool_usage_error("symbolize", "give -o or --in-place, not both");
-    if (in_place && strcmp(argv[optind], "-") == 0)
-        return tool_usage_error("symbolize", "--in-place needs a file, not standard input");
+    const char *out = a->v[OPT_OUTPUT].text, *debug_dir = a->v[OPT_DEBUG_DIR].text;
+    const char *path_map = a->v[OPT_PATH_MAP].text;
+    const int in_place = a->v[OPT_IN_PLACE].given, missing_only = a->v[OPT_MISSING_ONLY].given;
+    if (path_map && (strchr(path_map, '=') == NULL || path_map[0] == '='))
+        return cli_usage_error(cmd, "--path-map: '%s' is not OLD=NEW", path_map);
+    if (in_place && strcmp(a->operand[0], "-") == 0)
+        return cli_usage_error(cmd, "--in-place needs a file, not standard input");
     report_t r;
-    int rc = report_load(argv[optind], &r);
-    if (rc != TOOL_OK) return rc;
-    tsym_t *ts = tsym_open(debug_dir, path_map);
+    int rc = report_read_file(a->operand[0], &r);
+    if (rc != TOOLS_OK) return rc;
+    symfile_t *ts = symfile_open(debug_dir, path_map);
     if (ts == NULL) {
-        report_release(&r);
-        tool_err("out of memory");
-        return TOOL_BAD;
+        report_read_release(&r);
+        tools_err("out of memory");
+        return TOOLS_BAD;
     }
     sym_stats_t st = {0};
     for (size_t i = 0; i < r.nleaks; i++)
@@ -186,7 +145,21 @@ int cmd_symbolize(int argc, char **argv)
             "npupool symbolize: %lu frames: %lu resolved, %lu already named, %lu module not found, "
             "%lu build id differs, %lu no symbol\n",
             st.frames, st.resolved, st.skipped, st.no_module, st.mismatch, st.nothing);
-    tsym_close(ts);
-    report_release(&r);
+    symfile_close(ts);
+    report_read_release(&r);
     return rc;
 }
+
+const cli_cmd_t cmd_symbolize = {
+    .name = "symbolize",
+    .operands = "REPORT",
+    .purpose = "redo function/file/line from module+offset",
+    .about = "Redo each frame's function, file and line from its module, offset and build id with "
+             "elfutils'\nlibdw: for reports written on a machine without debug information, or "
+             "with\nNPUPOOL_REPORT_SYMBOLS=0.  Needs the same binaries (the build id must match) "
+             "or their debug\nfiles (/usr/lib/debug/.build-id/...).  Writes the whole report, "
+             "changed frames included.",
+    .opts = symbolize_opts,
+    .epilog = "A summary line goes to standard error.  Exit: 0 done, 2 bad usage or input.",
+    .run = run,
+};

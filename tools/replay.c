@@ -9,16 +9,17 @@
  */
 #include "replay.h"
 
+#include "clock.h"
 #include "pool.h"
 #include "tools.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define REPLAY_BASE ((uintptr_t)1 << 40) /* made-up start of every device's range */
 #define SLOT_NONE ((uintptr_t)0)         /* refused or never allocated */
 #define SLOT_FALLBACK ((uintptr_t)1)     /* served outside the pool */
+#define MIN_POOL_MAX ((uint64_t)1 << 50) /* the largest pool replay_min_pool tries */
 
 /* ---- npupool's pool behind the allocator table -------------------------------------------- */
 
@@ -55,6 +56,11 @@ const replay_allocator_t replay_pool_allocator = {
 
 /* ---- engine --------------------------------------------------------------------------------- */
 
+typedef unsigned __int128 wide_t; /* sums of sizes */
+
+/* v, or UINT64_MAX when it does not fit */
+static uint64_t narrow(wide_t v) { return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v; }
+
 uint64_t replay_granted(uint64_t size, int rounding)
 {
     if (size > UINT64_MAX - 64) return UINT64_MAX; /* no pool can hold it: refused, never wrapped */
@@ -66,12 +72,7 @@ uint64_t replay_granted(uint64_t size, int rounding)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)clock_mono_ns() * 1e-9; }
 
 static void sample(const replay_allocator_t *A, void *a, replay_dev_t *d, uint64_t ev)
 {
@@ -89,12 +90,13 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
     const replay_allocator_t *A = o->alloc ? o->alloc : &replay_pool_allocator;
     memset(r, 0, sizeof *r);
     r->ndevices = t->ndevices;
-    void *inst[TRC_MAX_DEVICES] = {0};
-    uint64_t live_req[TRC_MAX_DEVICES] = {0}, live_granted[TRC_MAX_DEVICES] = {0},
-             live_fb[TRC_MAX_DEVICES] = {0};
+    void *inst[TRACE_MAX_DEVICES] = {0};
+    /* Live sums are wider than a size: a trace may hold several sizes near 2^64. */
+    wide_t live_req[TRACE_MAX_DEVICES] = {0}, live_granted[TRACE_MAX_DEVICES] = {0},
+           live_fb[TRACE_MAX_DEVICES] = {0};
     uintptr_t *where = calloc(t->nallocs ? t->nallocs : 1, sizeof *where);
     if (where == NULL) {
-        tool_err("%s: out of memory for %u allocations", t->path, t->nallocs);
+        tools_err("%s: out of memory for %u allocations", t->path, t->nallocs);
         return -1;
     }
     int rc = 0;
@@ -111,13 +113,13 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
     double t0 = now_s();
     size_t e;
     for (e = 0; e < t->nev; e++) {
-        const trc_event_t *ev = &t->ev[e];
+        const trace_event_t *ev = &t->ev[e];
         int di = ev->device;
         void *a = inst[di];
         if (a == NULL) continue; /* another device (only_device) */
         replay_dev_t *d = &r->dev[di];
         uint64_t granted = replay_granted(ev->size, o->rounding);
-        if (ev->action == TRC_ALLOC) {
+        if (ev->action == TRACE_ALLOC) {
             uintptr_t addr;
             d->allocs++;
             if (A->alloc(a, (size_t)ev->size, (size_t)granted, &addr) == 0) {
@@ -125,11 +127,12 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
                 d->served++;
                 live_req[di] += ev->size;
                 live_granted[di] += granted;
-                if (live_granted[di] > d->peak_allocated) d->peak_allocated = live_granted[di];
+                if (live_granted[di] > d->peak_allocated)
+                    d->peak_allocated = narrow(live_granted[di]);
             } else {
                 if (d->refused == 0) d->first_refusal = e;
                 d->refused++;
-                d->refused_bytes += ev->size;
+                d->refused_bytes = tools_add_sat(d->refused_bytes, ev->size);
                 sample(A, a, d, e);
                 if (o->stop_on_refusal) {
                     r->stopped = 1;
@@ -141,13 +144,13 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
                     d->fallback++;
                     live_req[di] += ev->size;
                     live_fb[di] += granted;
-                    if (live_fb[di] > d->peak_fallback) d->peak_fallback = live_fb[di];
+                    if (live_fb[di] > d->peak_fallback) d->peak_fallback = narrow(live_fb[di]);
                 } else {
                     where[ev->slot] = SLOT_NONE;
                 }
             }
-            if (live_req[di] > d->peak_requested) d->peak_requested = live_req[di];
-        } else if (ev->action == TRC_FREE) {
+            if (live_req[di] > d->peak_requested) d->peak_requested = narrow(live_req[di]);
+        } else if (ev->action == TRACE_FREE) {
             uintptr_t w = where[ev->slot];
             where[ev->slot] = SLOT_NONE;
             d->frees++;
@@ -156,8 +159,8 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
                 live_req[di] -= ev->size;
             } else if (w != SLOT_NONE) {
                 if (A->free(a, w) != 0) {
-                    tool_err("%s: internal error: the allocator refused to free a live block",
-                             t->path);
+                    tools_err("%s: internal error: the allocator refused to free a live block",
+                              t->path);
                     rc = -1;
                     e++;
                     break;
@@ -165,7 +168,7 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
                 live_granted[di] -= granted;
                 live_req[di] -= ev->size;
             }
-        } else { /* TRC_FAIL: the recorded system refused it; would this allocator? */
+        } else { /* TRACE_FAIL: the recorded system refused it; would this allocator? */
             uintptr_t addr;
             d->source_failures++;
             if (A->alloc(a, (size_t)ev->size, (size_t)granted, &addr) == 0) {
@@ -190,8 +193,8 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
         d->final_largest = largest;
         d->final_frag = fr ? 1.0 - (double)largest / (double)fr : 0.0;
         if (d->final_frag > d->worst_frag) d->worst_frag = d->final_frag, d->worst_frag_event = e;
-        d->live_requested = live_req[i];
-        d->peak_reserved = o->pool_bytes + d->peak_fallback;
+        d->live_requested = narrow(live_req[i]);
+        d->peak_reserved = tools_add_sat(o->pool_bytes, d->peak_fallback);
     }
 out:
     for (int i = 0; i < t->ndevices; i++)
@@ -202,19 +205,19 @@ out:
 
 uint64_t replay_live_peak(const trace_t *t, int device, int rounding, uint64_t align)
 {
-    uint64_t live = 0, peak = 0;
+    wide_t live = 0, peak = 0;
     for (size_t e = 0; e < t->nev; e++) {
-        const trc_event_t *ev = &t->ev[e];
-        if (ev->device != device || ev->action == TRC_FAIL) continue;
-        uint64_t g = (replay_granted(ev->size, rounding) + align - 1) / align * align;
-        if (ev->action == TRC_ALLOC) {
+        const trace_event_t *ev = &t->ev[e];
+        if (ev->device != device || ev->action == TRACE_FAIL) continue;
+        wide_t g = ((wide_t)replay_granted(ev->size, rounding) + align - 1) / align * align;
+        if (ev->action == TRACE_ALLOC) {
             live += g;
             if (live > peak) peak = live;
         } else {
             live -= g;
         }
     }
-    return peak;
+    return narrow(peak);
 }
 
 /* 1 when `device` runs the whole trace in a pool of `size` bytes with no refusal. */
@@ -241,16 +244,18 @@ uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, u
 {
     *probes = 0;
     if (resolution == 0) resolution = POOL_ALIGN;
+    if (resolution > MIN_POOL_MAX) resolution = MIN_POOL_MAX;
     const replay_allocator_t *A = o->alloc ? o->alloc : &replay_pool_allocator;
     uint64_t peak = replay_live_peak(t, device, o->rounding, A->align ? A->align : 1);
     if (peak < POOL_ALIGN) peak = POOL_ALIGN;
+    if (peak > MIN_POOL_MAX) return 0;
     uint64_t lo = (peak + resolution - 1) / resolution * resolution;
     if (feasible(t, device, o, lo, probes)) return lo;
     uint64_t hi = lo;
     do {
         lo = hi;
         hi *= 2;
-        if (hi > ((uint64_t)1 << 50)) return 0;
+        if (hi > MIN_POOL_MAX) return 0;
     } while (!feasible(t, device, o, hi, probes));
     /* lo infeasible, hi feasible, both multiples of resolution. */
     while (hi - lo > resolution) {

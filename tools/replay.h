@@ -28,9 +28,8 @@ typedef struct replay_allocator {
     int (*check)(void *a); /* invariant violations (0 = consistent); may be NULL */
 } replay_allocator_t;
 
-extern const replay_allocator_t replay_pool_allocator;
-/* NULL when this build has no first-fit baseline. */
-extern const replay_allocator_t *const replay_firstfit_allocator;
+extern const replay_allocator_t replay_pool_allocator;     /* npupool's pool (pool/) */
+extern const replay_allocator_t replay_firstfit_allocator; /* the seed's first fit (firstfit.h) */
 
 enum replay_rounding {
     REPLAY_ROUND_ACL = 0,     /* aclrtMalloc / Cached: ALIGN_UP(size, 32) + 32 */
@@ -72,12 +71,12 @@ typedef struct replay_dev {
 } replay_dev_t;
 
 typedef struct replay_result {
-    int ndevices;                      /* = trace ndevices */
-    replay_dev_t dev[TRC_MAX_DEVICES]; /* per device index */
-    uint64_t events;                   /* events replayed */
-    double seconds;                    /* wall time of the replay loop */
-    int stopped;                       /* 1 when stop_on_refusal ended it early */
-    int violations;                    /* check() violations seen (check_every_op) */
+    int ndevices;                        /* = trace ndevices */
+    replay_dev_t dev[TRACE_MAX_DEVICES]; /* per device index */
+    uint64_t events;                     /* events replayed */
+    double seconds;                      /* wall time of the replay loop */
+    int stopped;                         /* 1 when stop_on_refusal ended it early */
+    int violations;                      /* check() violations seen (check_every_op) */
 } replay_result_t;
 
 /* Bytes that belong to a block of `size` requested bytes under `rounding`. */

@@ -1,17 +1,26 @@
-/* tools/report_read.c — loading and validating a report into report_t (see report.h).
+/* tools/report_read.c — loading and validating a report into report_t (see report_read.h).
  *
- * Algorithm: cJSON parses the whole document (nesting is bounded by cJSON's own limit, so hostile
- * input cannot exhaust the stack); then one walk copies the typed fields out, checking each.  The
- * JSON path of the value being read is kept as a small stack of (key | index) segments and only
- * formatted when a message is needed, so validation costs nothing per field on good input.
+ * Algorithm: the bytes are checked as they are read (jsonscan_feed: the first byte that cannot be
+ * a JSON object stops the read); cJSON parses the whole document (nesting is bounded by cJSON's
+ * own limit, so hostile input cannot exhaust the stack); one pass gives the number nodes whose
+ * literal a double may not hold exactly their literal text (attach_literals); then one walk
+ * copies the typed fields out, checking each.  The JSON path of the value being read is kept as a
+ * small stack of (key | index) segments and only formatted when a message is needed, so
+ * validation costs nothing per field on good input.
  */
-#include "report.h"
+#include "report_read.h"
 
+#include "input.h"
+#include "jsonscan.h"
+#include "parse.h"
 #include "tools.h"
+#include "vocab.h"
+#include "wire.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +68,7 @@ static int fail(rd_t *d, const char *leaf, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    tool_err("%s: at %s: %s", d->name, path, msg);
+    tools_err("%s: at %s: %s", d->name, path, msg);
     return -1;
 }
 
@@ -75,6 +84,8 @@ static const char *type_name(const cJSON *v)
     return "an invalid value";
 }
 
+_Static_assert(JSONSCAN_MAX_DEPTH == CJSON_NESTING_LIMIT, "the pre-check takes what cJSON takes");
+
 /* ---- typed getters: return 0 ok / 1 absent (optional) / -1 error ---------------------------- */
 
 static cJSON *member(const cJSON *obj, const char *key)
@@ -82,15 +93,45 @@ static cJSON *member(const cJSON *obj, const char *key)
     return cJSON_GetObjectItemCaseSensitive(obj, key);
 }
 
+/* Number literals of at most this many digits, with no fraction or exponent, are exact as a
+ * double; any other keeps its text (attach_literals). */
+#define EXACT_DIGITS 15
+
+/* The exact value of a number node: enum jsonscan_int. */
+static int number_exact(const cJSON *v, int *neg, uint64_t *mag)
+{
+    if (v->valuestring) return jsonscan_integer(v->valuestring, strlen(v->valuestring), neg, mag);
+    double x = v->valuedouble; /* an integer literal of at most EXACT_DIGITS digits */
+    *neg = x < 0;
+    *mag = (uint64_t)(x < 0 ? -x : x);
+    return JSONSCAN_INT;
+}
+
+/* A number as it was written, for messages and texts. */
+static const char *number_text(const cJSON *v, char *buf, size_t cap)
+{
+    if (v->valuestring)
+        snprintf(buf, cap, "%s", v->valuestring);
+    else
+        snprintf(buf, cap, "%.0f", v->valuedouble);
+    return buf;
+}
+
 static int as_u64(rd_t *d, const cJSON *v, const char *leaf, uint64_t *out)
 {
     if (!cJSON_IsNumber(v))
         return fail(d, leaf, "expected an unsigned integer, found %s", type_name(v));
-    double x = v->valuedouble;
-    if (!(x >= 0) || x != floor(x) || x >= 18446744073709551616.0)
-        return fail(d, leaf, "expected an unsigned integer, found %g", x);
-    *out = (uint64_t)x;
-    return 0;
+    int neg;
+    uint64_t mag;
+    int k = number_exact(v, &neg, &mag);
+    if (k == JSONSCAN_INT && !(neg && mag)) {
+        *out = mag;
+        return 0;
+    }
+    char t[48];
+    return fail(d, leaf, "expected an unsigned integer%s, found %s",
+                k == JSONSCAN_RANGE ? " (at most 18446744073709551615)" : "",
+                number_text(v, t, sizeof t));
 }
 
 static int get_u64(rd_t *d, const cJSON *obj, const char *key, int required, uint64_t *out)
@@ -108,9 +149,13 @@ static int get_i64(rd_t *d, const cJSON *obj, const char *key, int required, int
     cJSON *v = member(obj, key);
     if (v == NULL) return required ? fail(d, key, "missing (required)") : 1;
     if (!cJSON_IsNumber(v)) return fail(d, key, "expected an integer, found %s", type_name(v));
-    double x = v->valuedouble;
-    if (x != floor(x) || fabs(x) >= 9.2e18) return fail(d, key, "expected an integer, found %g", x);
-    *out = (int64_t)x;
+    int neg;
+    uint64_t mag;
+    if (number_exact(v, &neg, &mag) != JSONSCAN_INT || mag > (uint64_t)INT64_MAX + neg) {
+        char t[48];
+        return fail(d, key, "expected a 64-bit integer, found %s", number_text(v, t, sizeof t));
+    }
+    *out = neg ? (int64_t)(0 - mag) : (int64_t)mag;
     return 0;
 }
 
@@ -122,6 +167,16 @@ static int get_long(rd_t *d, const cJSON *obj, const char *key, int required, lo
         if (v < -2147483647 || v > 2147483647) return fail(d, key, "out of range: %" PRId64, v);
         *out = (long)v;
     }
+    return rc;
+}
+
+/* "device": VOCAB_DEVICE_UNKNOWN or a tracked device id. */
+static int get_device(rd_t *d, const cJSON *obj, int required, long *out)
+{
+    int rc = get_long(d, obj, "device", required, out);
+    if (rc == 0 && *out != VOCAB_DEVICE_UNKNOWN && !vocab_device_known((int)*out))
+        return fail(d, "device", "expected a device id (%d = unknown, or 0..%d), found %ld",
+                    VOCAB_DEVICE_UNKNOWN, NPUPOOL_MAX_DEVICES - 1, *out);
     return rc;
 }
 
@@ -149,28 +204,28 @@ static int get_str(rd_t *d, const cJSON *obj, const char *key, int required, con
     return 0;
 }
 
-static int get_obj(rd_t *d, const cJSON *obj, const char *key, int required, cJSON **out)
+/* An object or an array (`is` tells which, `what` names it). */
+static int get_container(rd_t *d, const cJSON *obj, const char *key, int required,
+                         cJSON_bool (*is)(const cJSON *), const char *what, cJSON **out)
 {
     cJSON *v = member(obj, key);
     if (v == NULL || (!required && cJSON_IsNull(v))) {
         *out = NULL;
         return required ? fail(d, key, "missing (required)") : 1;
     }
-    if (!cJSON_IsObject(v)) return fail(d, key, "expected an object, found %s", type_name(v));
+    if (!is(v)) return fail(d, key, "expected %s, found %s", what, type_name(v));
     *out = v;
     return 0;
 }
 
+static int get_obj(rd_t *d, const cJSON *obj, const char *key, int required, cJSON **out)
+{
+    return get_container(d, obj, key, required, cJSON_IsObject, "an object", out);
+}
+
 static int get_arr(rd_t *d, const cJSON *obj, const char *key, int required, cJSON **out)
 {
-    cJSON *v = member(obj, key);
-    if (v == NULL || (!required && cJSON_IsNull(v))) {
-        *out = NULL;
-        return required ? fail(d, key, "missing (required)") : 1;
-    }
-    if (!cJSON_IsArray(v)) return fail(d, key, "expected an array, found %s", type_name(v));
-    *out = v;
-    return 0;
+    return get_container(d, obj, key, required, cJSON_IsArray, "an array", out);
 }
 
 /* A number or a string, as text (times, ids). */
@@ -185,19 +240,37 @@ static int get_text(rd_t *d, const cJSON *obj, const char *key, char *buf, size_
         return 0;
     }
     if (cJSON_IsNumber(v)) {
-        if (v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 1e18)
-            snprintf(buf, cap, "%.0f", v->valuedouble);
-        else
-            snprintf(buf, cap, "%.6f", v->valuedouble);
+        number_text(v, buf, cap);
         if (num) *num = v->valuedouble;
         return 0;
     }
     return fail(d, key, "expected a number or a string, found %s", type_name(v));
 }
 
+/* "0x7f0000000000" (at most 16 hex digits) or a decimal integer, exactly.  0 or -1. */
+static int parse_address(const char *s, uint64_t *out)
+{
+    if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return parse_u64(s, out);
+    uint64_t v = 0;
+    size_t n = 0;
+    for (const char *p = s + 2; *p; p++, n++) {
+        unsigned c = (unsigned char)*p, x;
+        if (c >= '0' && c <= '9')
+            x = c - '0';
+        else if ((c | 32) >= 'a' && (c | 32) <= 'f')
+            x = (c | 32) - 'a' + 10;
+        else
+            return -1;
+        v = v << 4 | x;
+    }
+    if (n == 0 || n > 16) return -1;
+    *out = v;
+    return 0;
+}
+
 /* ---- parts -------------------------------------------------------------------------------- */
 
-static int read_frames(rd_t *d, const cJSON *parent, rep_frame_t **out, size_t *n)
+static int read_frames(rd_t *d, const cJSON *parent, report_frame_t **out, size_t *n)
 {
     cJSON *arr;
     *out = NULL;
@@ -207,7 +280,7 @@ static int read_frames(rd_t *d, const cJSON *parent, rep_frame_t **out, size_t *
     if (rc == 1) return 0;
     size_t cnt = (size_t)cJSON_GetArraySize(arr);
     if (cnt == 0) return 0;
-    rep_frame_t *f = calloc(cnt, sizeof *f);
+    report_frame_t *f = calloc(cnt, sizeof *f);
     if (f == NULL) return fail(d, "frames", "out of memory");
     *out = f;
     push_key(d, "frames");
@@ -220,7 +293,7 @@ static int read_frames(rd_t *d, const cJSON *parent, rep_frame_t **out, size_t *
             fail(d, NULL, "expected a frame object, found %s", type_name(fr));
             return -1;
         }
-        rep_frame_t *x = &f[i];
+        report_frame_t *x = &f[i];
         x->node = fr;
         if (get_str(d, fr, "function", 0, &x->function) < 0 ||
             get_str(d, fr, "module", 0, &x->module) < 0 ||
@@ -229,10 +302,8 @@ static int read_frames(rd_t *d, const cJSON *parent, rep_frame_t **out, size_t *
             return -1;
         cJSON *off = member(fr, "offset");
         if (off && cJSON_IsString(off)) { /* "0x1234" is accepted too */
-            char *end;
-            x->offset = strtoull(off->valuestring, &end, 0);
-            if (off->valuestring[0] == '\0' || *end != '\0')
-                return fail(d, "offset", "expected an offset");
+            if (parse_address(off->valuestring, &x->offset) != 0)
+                return fail(d, "offset", "expected an offset, found '%.40s'", off->valuestring);
             x->has_offset = 1;
         } else {
             int r = get_u64(d, fr, "offset", 0, &x->offset);
@@ -250,7 +321,8 @@ static int read_frames(rd_t *d, const cJSON *parent, rep_frame_t **out, size_t *
     return 0;
 }
 
-static int read_pair_list(rd_t *d, const cJSON *dev, const char *key, rep_extent_t **out, size_t *n)
+static int read_pair_list(rd_t *d, const cJSON *dev, const char *key, report_extent_t **out,
+                          size_t *n)
 {
     cJSON *arr;
     *out = NULL;
@@ -259,7 +331,7 @@ static int read_pair_list(rd_t *d, const cJSON *dev, const char *key, rep_extent
     if (rc != 0) return rc < 0 ? -1 : 0;
     size_t cnt = (size_t)cJSON_GetArraySize(arr);
     if (cnt == 0) return 0;
-    rep_extent_t *e = malloc(cnt * sizeof *e);
+    report_extent_t *e = malloc(cnt * sizeof *e);
     if (e == NULL) return fail(d, key, "out of memory");
     *out = e;
     push_key(d, key);
@@ -290,7 +362,7 @@ static int read_pair_list(rd_t *d, const cJSON *dev, const char *key, rep_extent
     return 0;
 }
 
-static int read_buckets(rd_t *d, const cJSON *dev, rep_device_t *o)
+static int read_buckets(rd_t *d, const cJSON *dev, report_device_t *o)
 {
     cJSON *arr;
     int rc = get_arr(d, dev, "buckets", 0, &arr);
@@ -307,7 +379,7 @@ static int read_buckets(rd_t *d, const cJSON *dev, rep_device_t *o)
         push_idx(d, i);
         if (!cJSON_IsObject(b))
             return fail(d, NULL, "expected a bucket object, found %s", type_name(b));
-        rep_bucket_t *x = &o->buckets[i];
+        report_bucket_t *x = &o->buckets[i];
         cJSON *range = member(b, "range");
         if (range && cJSON_IsArray(range) && cJSON_GetArraySize(range) == 2) {
             cJSON *hi = cJSON_GetArrayItem(range, 1);
@@ -345,11 +417,11 @@ static int read_buckets(rd_t *d, const cJSON *dev, rep_device_t *o)
     return 0;
 }
 
-static int read_device(rd_t *d, const cJSON *dev, rep_device_t *o)
+static int read_device(rd_t *d, const cJSON *dev, report_device_t *o)
 {
     if (!cJSON_IsObject(dev))
         return fail(d, NULL, "expected a device object, found %s", type_name(dev));
-    if (get_long(d, dev, "device", 1, &o->device) < 0) return -1;
+    if (get_device(d, dev, 1, &o->device) < 0) return -1;
     cJSON *pool = member(dev, "pool");
     if (pool == NULL)
         return fail(d, "pool", "missing (required; null when the device has no pool)");
@@ -369,10 +441,12 @@ static int read_device(rd_t *d, const cJSON *dev, rep_device_t *o)
         get_u64(d, pool, "overhead_bytes", 0, &o->overhead) < 0)
         return -1;
     cJSON *base = member(pool, "base");
-    if (base && cJSON_IsString(base))
-        o->base = strtoull(base->valuestring, NULL, 0);
-    else if (get_u64(d, pool, "base", 0, &o->base) < 0)
+    if (base && cJSON_IsString(base)) {
+        if (parse_address(base->valuestring, &o->base) != 0)
+            return fail(d, "base", "expected an address, found '%.40s'", base->valuestring);
+    } else if (get_u64(d, pool, "base", 0, &o->base) < 0) {
         return -1;
+    }
     if (o->fragmentation < 0 || o->fragmentation > 1)
         return fail(d, "fragmentation", "expected a fraction in [0, 1], found %g",
                     o->fragmentation);
@@ -400,10 +474,8 @@ after_pool:
         size_t i = 0;
         cJSON_ArrayForEach(c, ctr)
         {
-            if (!cJSON_IsNumber(c))
-                return fail(d, c->string, "expected a number, found %s", type_name(c));
             o->counters[i].name = c->string;
-            o->counters[i].value = c->valuedouble;
+            if (as_u64(d, c, c->string, &o->counters[i].value) < 0) return -1;
             i++;
         }
         pop(d);
@@ -412,11 +484,11 @@ after_pool:
     return 0;
 }
 
-static int read_leak(rd_t *d, const cJSON *lk, rep_leak_t *o)
+static int read_leak(rd_t *d, const cJSON *lk, report_leak_t *o)
 {
     if (!cJSON_IsObject(lk))
         return fail(d, NULL, "expected a leak object, found %s", type_name(lk));
-    if (get_long(d, lk, "device", 1, &o->device) < 0 || get_u64(d, lk, "count", 1, &o->count) < 0 ||
+    if (get_device(d, lk, 1, &o->device) < 0 || get_u64(d, lk, "count", 1, &o->count) < 0 ||
         get_u64(d, lk, "bytes", 1, &o->bytes) < 0 ||
         get_u64(d, lk, "granted_bytes", 0, &o->granted) < 0 ||
         get_double(d, lk, "oldest_age_s", 0, &o->oldest_age_s) < 0)
@@ -462,9 +534,9 @@ static int read_report(rd_t *d, report_t *r)
     if (sch == NULL) return fail(d, "schema", "missing: not an npupool report");
     if (!cJSON_IsString(sch))
         return fail(d, "schema", "expected a string, found %s", type_name(sch));
-    if (strcmp(sch->valuestring, REPORT_SCHEMA) != 0)
+    if (strcmp(sch->valuestring, WIRE_REPORT_SCHEMA) != 0)
         return fail(d, "schema", "report of schema '%.60s'; this npupool reads '%s'",
-                    sch->valuestring, REPORT_SCHEMA);
+                    sch->valuestring, WIRE_REPORT_SCHEMA);
     r->schema = sch->valuestring;
     if (get_str(d, root, "trigger", 1, &r->trigger) < 0) return -1;
     cJSON *proc;
@@ -538,11 +610,11 @@ static int read_report(rd_t *d, report_t *r)
     int rc = get_obj(d, root, "oom", 0, &oom);
     if (rc < 0) return -1;
     if (rc == 0) {
-        rep_oom_t *o = &r->oom;
+        report_oom_t *o = &r->oom;
         o->present = 1;
         push_key(d, "oom");
         if (get_u64(d, oom, "requested_bytes", 1, &o->requested) < 0 ||
-            get_long(d, oom, "device", 0, &o->device) < 0 ||
+            get_device(d, oom, 0, &o->device) < 0 ||
             get_str(d, oom, "entry_point", 0, &o->entry_point) < 0 ||
             get_u64(d, oom, "free_bytes", 0, &o->free_bytes) < 0 ||
             get_u64(d, oom, "largest_free_bytes", 0, &o->largest_free) < 0 ||
@@ -567,42 +639,139 @@ static void line_col(const char *buf, size_t pos, size_t *line, size_t *col)
     }
 }
 
-int report_parse(const char *name, const char *buf, size_t len, report_t *r, int quiet)
+/* "FILE:LINE:COL: invalid JSON near '...'" for the byte at pos (buf holds len bytes). */
+static void invalid_near(const char *name, const char *buf, size_t len, size_t pos)
+{
+    size_t line, col;
+    line_col(buf, pos, &line, &col);
+    char near[24];
+    size_t k = 0;
+    for (size_t i = pos; i < len && k < 16; i++)
+        near[k++] = (buf[i] >= 32 && buf[i] < 127) ? buf[i] : '?';
+    near[k] = '\0';
+    tools_err("%s:%zu:%zu: invalid JSON near '%s'%s", name, line, col, near,
+              len - pos > 16 ? "..." : "");
+}
+
+/* The message for a failed jsonscan_feed over buf[0..len). */
+static void scan_error(const char *name, const jsonscan_t *s, const char *buf, size_t len)
+{
+    size_t line, col;
+    unsigned c = (unsigned char)buf[s->bad];
+    line_col(buf, s->bad, &line, &col);
+    switch (s->why) {
+    case JSONSCAN_NUL: tools_err("%s:%zu:%zu: NUL byte: not JSON", name, line, col); break;
+    case JSONSCAN_CONTROL:
+        tools_err("%s:%zu:%zu: invalid JSON: control byte 0x%02x%s", name, line, col, c,
+                  s->in_string ? " in a string" : "");
+        break;
+    case JSONSCAN_NOT_OBJECT:
+        if (c >= 32 && c < 127)
+            tools_err("%s:%zu:%zu: not a report: expected a JSON object ('{'), found '%c'", name,
+                      line, col, (int)c);
+        else
+            tools_err("%s:%zu:%zu: not a report: expected a JSON object ('{'), found byte 0x%02x",
+                      name, line, col, c);
+        break;
+    case JSONSCAN_DEPTH:
+        tools_err("%s:%zu:%zu: JSON nested deeper than %d levels", name, line, col,
+                  JSONSCAN_MAX_DEPTH);
+        break;
+    case JSONSCAN_TRAILING:
+        tools_err("%s:%zu:%zu: unexpected data after the JSON document", name, line, col);
+        break;
+    default: invalid_near(name, buf, len, s->bad);
+    }
+}
+
+typedef struct file_check {
+    const char *name; /* file name for messages */
+    jsonscan_t scan;  /* the pre-check, piece by piece */
+} file_check_t;
+
+static int file_check(void *ctx, const char *buf, size_t len)
+{
+    file_check_t *f = ctx;
+    if (jsonscan_feed(&f->scan, buf, len) == 0) return 0;
+    scan_error(f->name, &f->scan, buf, len);
+    return TOOLS_BAD;
+}
+
+/* Literals of at most EXACT_DIGITS digits and no fraction or exponent are exact as doubles. */
+static int literal_is_exact(const char *t, size_t n)
+{
+    size_t digits = n - (*t == '-');
+    if (digits > EXACT_DIGITS) return 0;
+    for (size_t i = *t == '-'; i < n; i++)
+        if (t[i] < '0' || t[i] > '9') return 0;
+    return 1;
+}
+
+/* Give each number node whose literal a double may not hold exactly that literal, as its
+ * valuestring (cJSON_Delete frees it; cJSON reads and prints a number from valuedouble only).
+ * The literals come in document order, which is the pre-order of the tree.  -1 when literals
+ * and nodes do not pair up (never, for a document cJSON accepted) or on host OOM. */
+static int attach_literals(cJSON *root, const char *buf, size_t len)
+{
+    cJSON *after[CJSON_NESTING_LIMIT + 2]; /* the next sibling of each level above */
+    int depth = 0;
+    size_t pos = 0, at, n;
+    for (cJSON *v = root; v != NULL;) {
+        if (cJSON_IsNumber(v)) {
+            if (jsonscan_next_number(buf, len, pos, &at, &n) != 0) return -1;
+            pos = at + n;
+            if (!literal_is_exact(buf + at, n)) {
+                v->valuestring = cJSON_malloc(n + 1);
+                if (v->valuestring == NULL) return -1;
+                memcpy(v->valuestring, buf + at, n);
+                v->valuestring[n] = '\0';
+            }
+        }
+        if (v->child) {
+            if (depth == (int)(sizeof after / sizeof after[0])) return -1;
+            after[depth++] = v->next;
+            v = v->child;
+            continue;
+        }
+        v = v->next;
+        while (v == NULL && depth > 0) v = after[--depth];
+    }
+    return jsonscan_next_number(buf, len, pos, &at, &n) == 0 ? -1 : 0;
+}
+
+static int parse(const char *name, const char *buf, size_t len, report_t *r, int quiet, int scanned)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->path, sizeof r->path, "%s", name);
     rd_t d = {.name = name, .quiet = quiet};
     const char *end = NULL;
     if (len == 0) {
-        if (!quiet) tool_err("%s: empty file: not a report", name);
-        return TOOL_BAD;
+        if (!quiet) tools_err("%s: empty file: not a report", name);
+        return TOOLS_BAD;
+    }
+    jsonscan_t scan = {0};
+    if (!scanned && jsonscan_feed(&scan, buf, len) != 0) {
+        if (!quiet) scan_error(name, &scan, buf, len);
+        return TOOLS_BAD;
     }
     r->root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
     if (r->root == NULL) {
         if (!quiet) {
-            size_t pos = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0, line, col;
-            line_col(buf, pos, &line, &col);
-            size_t rest = len - pos;
+            size_t pos = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
             int at_end = 1;
             for (size_t i = pos; i < len; i++)
-                if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\t' &&
-                    buf[i] != '\0') {
+                if (buf[i] != ' ' && buf[i] != '\n' && buf[i] != '\r' && buf[i] != '\t') {
                     at_end = 0;
                     break;
                 }
+            size_t line, col;
+            line_col(buf, pos, &line, &col);
             if (at_end)
-                tool_err("%s:%zu:%zu: truncated JSON (the document ends early)", name, line, col);
-            else {
-                char near[24];
-                size_t k = 0;
-                for (size_t i = pos; i < len && k < 16; i++)
-                    near[k++] = (buf[i] >= 32 && buf[i] < 127) ? buf[i] : '?';
-                near[k] = '\0';
-                tool_err("%s:%zu:%zu: invalid JSON near '%s'%s", name, line, col, near,
-                         rest > 16 ? "..." : "");
-            }
+                tools_err("%s:%zu:%zu: truncated JSON (the document ends early)", name, line, col);
+            else
+                invalid_near(name, buf, len, pos);
         }
-        return TOOL_BAD;
+        return TOOLS_BAD;
     }
     /* Anything but white space after the document is an error too. */
     for (const char *p = end; p && p < buf + len; p++) {
@@ -610,32 +779,53 @@ int report_parse(const char *name, const char *buf, size_t len, report_t *r, int
             if (!quiet) {
                 size_t line, col;
                 line_col(buf, (size_t)(p - buf), &line, &col);
-                tool_err("%s:%zu:%zu: unexpected data after the JSON document", name, line, col);
+                tools_err("%s:%zu:%zu: unexpected data after the JSON document", name, line, col);
             }
-            report_release(r);
-            return TOOL_BAD;
+            report_read_release(r);
+            return TOOLS_BAD;
         }
     }
-    if (read_report(&d, r) < 0) {
-        report_release(r);
-        return TOOL_BAD;
+    if (attach_literals(r->root, buf, len) != 0) {
+        if (!quiet) tools_err("%s: out of memory, or number literals out of step", name);
+        report_read_release(r);
+        return TOOLS_BAD;
     }
-    return TOOL_OK;
+    if (read_report(&d, r) < 0) {
+        report_read_release(r);
+        return TOOLS_BAD;
+    }
+    return TOOLS_OK;
 }
 
-int report_load(const char *path, report_t *r)
+int report_read_buffer(const char *name, const char *buf, size_t len, report_t *r, int quiet)
+{
+    return parse(name, buf, len, r, quiet, 0);
+}
+
+int report_read_file(const char *path, report_t *r)
 {
     char *buf;
     size_t len;
     memset(r, 0, sizeof *r);
-    int rc = tool_read_file(path, &buf, &len);
-    if (rc != TOOL_OK) return rc;
-    rc = report_parse(path, buf, len, r, 0);
+    file_check_t check = {.name = path};
+    int rc = input_load(path, file_check, &check, &buf, &len);
+    if (rc != TOOLS_OK) return TOOLS_BAD;
+    rc = parse(path, buf, len, r, 0, 1);
     free(buf);
     return rc;
 }
 
-void report_release(report_t *r)
+static void keep_literals(cJSON *v)
+{
+    for (; v != NULL; v = v->next) {
+        if (cJSON_IsNumber(v) && v->valuestring) v->type = cJSON_Raw;
+        keep_literals(v->child);
+    }
+}
+
+void report_read_keep_literals(report_t *r) { keep_literals(r->root); }
+
+void report_read_release(report_t *r)
 {
     for (size_t i = 0; i < r->ndevices; i++) {
         free(r->devices[i].buckets);

@@ -1,50 +1,50 @@
-/* tools/site.c — how a call site and a frame are named in the command's output (see report.h).
+/* tools/site.c — how a call site and a frame are named in the command's output (site.h).
  * Stateless.  A frame with a function shows "func"; with a source line "func (file:line)"; without
  * either it falls back to "module+0xoffset", so unsymbolized reports still read sensibly.  A stack
  * (one row of summary/diff) is named by its site and its first named caller: "f (f.c:3) < main".
  */
-#include "report.h"
+#include "site.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-const char *rep_basename(const char *path)
+const char *site_basename(const char *path)
 {
     if (path == NULL) return "";
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
 }
 
-static int frame_known(const rep_frame_t *f)
+static int frame_known(const report_frame_t *f)
 {
     return f->function || f->file || (f->module && f->has_offset);
 }
 
-const char *rep_site_label(const rep_leak_t *l, char *buf, size_t cap)
+const char *site_label(const report_leak_t *l, char *buf, size_t cap)
 {
     for (size_t i = 0; i < l->nframes; i++) {
-        const rep_frame_t *f = &l->frames[i];
+        const report_frame_t *f = &l->frames[i];
         if (!frame_known(f)) continue;
         if (f->function && f->file && f->line)
-            snprintf(buf, cap, "%s (%s:%" PRIu64 ")", f->function, rep_basename(f->file), f->line);
+            snprintf(buf, cap, "%s (%s:%" PRIu64 ")", f->function, site_basename(f->file), f->line);
         else if (f->function && f->module)
-            snprintf(buf, cap, "%s (%s)", f->function, rep_basename(f->module));
+            snprintf(buf, cap, "%s (%s)", f->function, site_basename(f->module));
         else if (f->function)
             snprintf(buf, cap, "%s", f->function);
         else if (f->file && f->line)
-            snprintf(buf, cap, "%s:%" PRIu64, rep_basename(f->file), f->line);
+            snprintf(buf, cap, "%s:%" PRIu64, site_basename(f->file), f->line);
         else
-            snprintf(buf, cap, "%s+0x%" PRIx64, rep_basename(f->module), f->offset);
+            snprintf(buf, cap, "%s+0x%" PRIx64, site_basename(f->module), f->offset);
         return buf;
     }
     snprintf(buf, cap, "?");
     return buf;
 }
 
-const char *rep_stack_label(const rep_leak_t *l, char *buf, size_t cap)
+const char *site_stack_label(const report_leak_t *l, char *buf, size_t cap)
 {
-    rep_site_label(l, buf, cap);
+    site_label(l, buf, cap);
     /* The innermost frame is often a wrapper (a caching allocator, a helper every site calls):
      * name the caller too, so that rows of different stacks can be told apart. */
     size_t i = 0;
@@ -58,7 +58,7 @@ const char *rep_stack_label(const rep_leak_t *l, char *buf, size_t cap)
     return buf;
 }
 
-const char *rep_frame_label(const rep_frame_t *f, char *buf, size_t cap)
+const char *site_frame_label(const report_frame_t *f, char *buf, size_t cap)
 {
     size_t n = 0;
     buf[0] = '\0';
@@ -66,7 +66,7 @@ const char *rep_frame_label(const rep_frame_t *f, char *buf, size_t cap)
     if (n < cap && f->file)
         n += (size_t)snprintf(buf + n, cap - n, " at %s:%" PRIu64, f->file, f->line);
     if (n < cap && f->module)
-        n += (size_t)snprintf(buf + n, cap - n, " (%s+0x%" PRIx64 ")", rep_basename(f->module),
+        n += (size_t)snprintf(buf + n, cap - n, " (%s+0x%" PRIx64 ")", site_basename(f->module),
                               f->offset);
     return buf;
 }

@@ -5,37 +5,36 @@
 #   $(BUILD)/traces/gen              trace generator (traces/gen.c); `make traces` rewrites traces/*
 #   $(BUILD)/tests/unit/test_tool*   cmocka unit tests
 #   make fuzz [FUZZ_SECONDS=20]      builds build/fuzz/* with clang and runs each target briefly
+#
+# Layers: tools/ sees base/ (everything below), pool/ (replay runs the real pool) and the format
+# contract (base/wire.h), never shim/, ledger/ or bench/.
 
-TOOLS_LIB_SRCS := tools/util.c tools/report_read.c tools/trace_read.c tools/replay.c tools/replay_firstfit.c \
-                  tools/symbolize.c tools/site.c
-TOOLS_CMD_SRCS := tools/main.c tools/cmd_summary.c tools/cmd_leaks.c tools/cmd_diff.c tools/cmd_flame.c \
-                  tools/cmd_map.c tools/cmd_symbolize.c tools/cmd_replay.c
+TOOLS_INC      := $(POOL_INC) -Itools
+TOOLS_LIB_SRCS := tools/tools.c tools/cli.c tools/input.c tools/jsonscan.c tools/report_read.c \
+                  tools/site.c tools/trace_read.c tools/replay.c tools/replay_firstfit.c \
+                  tools/firstfit.c tools/symfile.c
+TOOLS_CMD_SRCS := tools/main.c tools/commands.c tools/cmd_summary.c tools/cmd_leaks.c tools/cmd_diff.c \
+                  tools/cmd_flame.c tools/cmd_map.c tools/cmd_symbolize.c tools/cmd_replay.c
 TOOLS_LIB_OBJS := $(TOOLS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_CMD_OBJS := $(TOOLS_CMD_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_LDLIBS   := -lcjson -ldw -lelf -lm
 NPUPOOL_CLI    := $(BUILD)/npupool
 
-# The first-fit baseline of the benchmarks (bench/firstfit.c), when present, backs
-# `replay --allocator firstfit`; without it that option says it is not in this build.
-TOOLS_FIRSTFIT := $(wildcard bench/firstfit.c bench/firstfit.h)
-ifneq ($(filter bench/firstfit.c,$(TOOLS_FIRSTFIT)),)
-TOOLS_LIB_OBJS += $(BUILD)/obj/bench/firstfit.o
-$(BUILD)/obj/tools/replay_firstfit.o: CFLAGS += -DHAVE_FIRSTFIT -Ibench
-$(BUILD)/obj/tools/replay_firstfit.o: $(TOOLS_FIRSTFIT)
-endif
+$(BUILD)/obj/tools/%.o: INC := $(TOOLS_INC)
 
 $(NPUPOOL_CLI): $(TOOLS_CMD_OBJS) $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(TOOLS_LDLIBS)
 
 TRACE_GEN := $(BUILD)/traces/gen
+$(BUILD)/obj/traces/%.o: INC := $(BASE_INC) -Itools
 $(TRACE_GEN): $(BUILD)/obj/traces/gen.o
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 ALL_TARGETS += $(NPUPOOL_CLI) $(TRACE_GEN)
 
-# Shipped traces: small, deterministic, made by the generator (tests/cases/tool_traces.sh checks
+# Shipped traces: small, deterministic, made by the generator (tests/cases/tool_replay.sh checks
 # that the files in the repo are exactly what the generator writes).
 .PHONY: traces
 traces: $(TRACE_GEN)
@@ -45,28 +44,41 @@ traces: $(TRACE_GEN)
 	$(TRACE_GEN) random   --events 12000 --seed 1 --max-mib 16 -o traces/rmm_random.trace
 	$(TRACE_GEN) random   --events 2000  --seed 2 --max-mib 4 --format rmm -o traces/rmm_random_small.csv
 
-# Unit tests.  test_tool_trace links the shim's recorder (and the shim's error sink).
-TOOL_TEST_BINS := $(BUILD)/tests/unit/test_tool_trace $(BUILD)/tests/unit/test_tool_replay \
-                  $(BUILD)/tests/unit/test_tool_report
+# Unit tests.  test_tool_cli links every command too (it checks their tables and help texts).
+# test_tool_trace links the trace recorder (report/trace.c, the writer of the format) to check the
+# reader against it: that one test also sees report/ and ledger/ headers.
+TOOLS_TEST_NAMES := test_tool_trace test_tool_replay test_tool_report test_tool_cli
+TOOLS_TEST_BINS  := $(TOOLS_TEST_NAMES:%=$(BUILD)/tests/unit/%)
+$(TOOLS_TEST_NAMES:%=$(BUILD)/obj/tests/unit/%.o): INC := $(TOOLS_INC)
+$(BUILD)/obj/tests/unit/test_tool_trace.o: INC := $(TOOLS_INC) -Ireport
+
 $(BUILD)/tests/unit/test_tool_trace: $(BUILD)/obj/tests/unit/test_tool_trace.o $(REPORT_LIB) \
                                      $(TOOLS_LIB_OBJS) $(POOL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(TOOLS_LDLIBS)
+$(BUILD)/tests/unit/test_tool_cli: $(BUILD)/obj/tests/unit/test_tool_cli.o \
+                                   $(filter-out $(BUILD)/obj/tools/main.o,$(TOOLS_CMD_OBJS)) \
+                                   $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(TOOLS_LDLIBS)
 $(BUILD)/tests/unit/test_tool_replay $(BUILD)/tests/unit/test_tool_report: $(BUILD)/tests/unit/%: \
                                      $(BUILD)/obj/tests/unit/%.o $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(TOOLS_LDLIBS)
-UNIT_TESTS += $(TOOL_TEST_BINS)
+UNIT_TESTS += $(TOOLS_TEST_BINS)
 
 # ---- fuzzing (clang + libFuzzer + ASan; separate build dir; never part of `make test`) ------------
+# NPUPOOL_DEBUG=2: the readers' internal assertions abort, so the fuzzer reports them.
 FUZZ_DIR     := build/fuzz
 FUZZ_SECONDS ?= 20
 FUZZ_CC      ?= clang
-FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -Iinclude -Ipool -Ishim -Itools -fsanitize=fuzzer,address,undefined
-FUZZ_COMMON  := tools/util.c tools/report_read.c tools/trace_read.c tools/site.c
+FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -DNPUPOOL_DEBUG=2 $(TOOLS_INC) \
+                -fsanitize=fuzzer,address,undefined
+FUZZ_COMMON  := tools/tools.c tools/input.c tools/jsonscan.c tools/report_read.c tools/trace_read.c \
+                tools/site.c $(BASE_SRCS)
 FUZZ_TARGETS := $(FUZZ_DIR)/fuzz_report $(FUZZ_DIR)/fuzz_trace
 
-$(FUZZ_DIR)/%: fuzz/%.c $(FUZZ_COMMON) $(wildcard tools/*.h) | $(DEPS_STAMP)
+$(FUZZ_DIR)/%: fuzz/%.c $(FUZZ_COMMON) $(wildcard tools/*.h base/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_COMMON) -lcjson -lm
 

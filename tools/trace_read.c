@@ -1,19 +1,25 @@
 /* tools/trace_read.c — the trace reader declared in trace_read.h.
  *
- * Algorithm: one pass over the bytes (the file is mmap'ed), hand-written field scanners (no
- * strtok/sscanf: a 10,000,000-line trace must parse in a couple of seconds), and an
- * open-addressing hash (linear probing, backward-shift deletion) from (device, pointer) to the
- * live slot, so a free finds its allocation in expected O(1).
+ * Algorithm: one pass over the bytes as they arrive (input_stream: a mapped file in one piece, a
+ * pipe or stdin in pieces; a line split between pieces waits in a carry buffer of at most
+ * TRACE_LINE_MAX bytes), hand-written field scanners (no strtok/sscanf: a 10,000,000-line trace
+ * must parse in a couple of seconds), and an open-addressing hash (linear probing, backward-shift
+ * deletion) from (device, pointer) to the live slot, so a free finds its allocation in expected
+ * O(1).  A piece with a NUL byte, a line that is not the header, a comment or an event, or a line
+ * longer than TRACE_LINE_MAX stops the read there: /dev/zero or /dev/urandom end after one piece.
  * Invariants: the hash holds exactly the allocations not yet freed; load factor <= 1/2.
  * Errors name the file and the 1-based line; the first error stops the read.
  */
 #include "trace_read.h"
 
+#include "input.h"
 #include "tools.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -90,12 +96,18 @@ static void live_delete(live_map_t *m, size_t i)
 
 /* ---- parsing -------------------------------------------------------------------------------- */
 
+#define TRACE_LINE_MAX 65536 /* bytes: the longest line read (a trace line is < 100) */
+
 typedef struct parser {
     const char *name; /* file name for messages */
     int quiet;        /* no messages (fuzzing) */
-    uint64_t line;    /* current 1-based line */
+    uint64_t line;    /* lines read so far (the current one, while it is parsed) */
+    uint64_t bytes;   /* bytes fed so far */
     trace_t *t;       /* output */
     live_map_t live;  /* live allocations */
+    int header_seen;  /* the column line (npupool) or the RMM header was read */
+    char *carry;      /* the start of a line split between pieces (TRACE_LINE_MAX bytes) */
+    size_t ncarry;    /* bytes in carry */
 } parser_t;
 
 static int perr(parser_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -107,9 +119,9 @@ static int perr(parser_t *p, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        tool_err("%s:%llu: %s", p->name, (unsigned long long)p->line, msg);
+        tools_err("%s:%llu: %s", p->name, (unsigned long long)p->line, msg);
     }
-    return TOOL_BAD;
+    return TOOLS_BAD;
 }
 
 /* A field is [s, e); the scanners accept exactly the whole field. */
@@ -163,8 +175,8 @@ static int dev_index(parser_t *p, long id, uint32_t *out)
             return 0;
         }
     }
-    if (t->ndevices == TRC_MAX_DEVICES)
-        return perr(p, "more than %d devices in one trace", TRC_MAX_DEVICES);
+    if (t->ndevices == TRACE_MAX_DEVICES)
+        return perr(p, "more than %d devices in one trace", TRACE_MAX_DEVICES);
     t->device_ids[t->ndevices] = id;
     *out = (uint32_t)t->ndevices++;
     return 0;
@@ -175,12 +187,12 @@ static int push(parser_t *p, uint8_t action, uint32_t dev, uint32_t slot, uint64
     trace_t *t = p->t;
     if (t->nev == t->cap) {
         size_t ncap = t->cap ? t->cap * 2 : 4096;
-        trc_event_t *ne = realloc(t->ev, ncap * sizeof *ne);
+        trace_event_t *ne = realloc(t->ev, ncap * sizeof *ne);
         if (ne == NULL) return perr(p, "out of memory (%zu events)", t->nev);
         t->ev = ne;
         t->cap = ncap;
     }
-    trc_event_t *ev = &t->ev[t->nev++];
+    trace_event_t *ev = &t->ev[t->nev++];
     ev->size = size;
     ev->slot = slot;
     ev->action = action;
@@ -207,7 +219,7 @@ static int on_alloc(parser_t *p, uint64_t ptr, uint64_t size, uint32_t dev)
     le->size = size;
     le->line = p->line;
     p->live.n++;
-    return push(p, TRC_ALLOC, dev, t->nallocs++, size);
+    return push(p, TRACE_ALLOC, dev, t->nallocs++, size);
 }
 
 static int on_free(parser_t *p, uint64_t ptr, uint32_t dev)
@@ -226,7 +238,7 @@ static int on_free(parser_t *p, uint64_t ptr, uint32_t dev)
     uint64_t size = p->live.e[i].size;
     live_delete(&p->live, i);
     t->nfrees++;
-    return push(p, TRC_FREE, dev, slot, size);
+    return push(p, TRACE_FREE, dev, slot, size);
 }
 
 /* Split [s, e) at commas into at most `max` fields; returns the count (max+1 = too many). */
@@ -251,9 +263,7 @@ static int parse_npupool_line(parser_t *p, const char *s, const char *e)
 {
     const char *fs[6], *fe[6];
     int n = split(s, e, fs, fe, 6);
-    if (n != 6)
-        return perr(p, "expected 6 fields thread,time_ns,action,pointer,size,device; got %d",
-                    n > 6 ? 7 : n);
+    if (n != 6) return perr(p, "expected 6 fields " WIRE_TRACE_COLUMNS "; got %d", n > 6 ? 7 : n);
     uint64_t tid, tm, ptr, size = 0, devv;
     if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad thread id (field 1)");
     if (scan_dec(fs[1], fe[1], &tm) != 0)
@@ -265,7 +275,7 @@ static int parse_npupool_line(parser_t *p, const char *s, const char *e)
     if (scan_dec(ds + neg, fe[5], &devv) != 0 || devv > 0x7fffffff)
         return perr(p, "bad device (field 6)");
     uint32_t dev = 0;
-    if (dev_index(p, neg ? -(long)devv : (long)devv, &dev) != 0) return TOOL_BAD;
+    if (dev_index(p, neg ? -(long)devv : (long)devv, &dev) != 0) return TOOLS_BAD;
     if (field_is(fs[2], fe[2], "alloc")) {
         if (scan_dec(fs[4], fe[4], &size) != 0) return perr(p, "bad size (field 5)");
         return on_alloc(p, ptr, size, dev);
@@ -282,9 +292,7 @@ static int parse_rmm_line(parser_t *p, const char *s, const char *e)
 {
     const char *fs[6], *fe[6];
     int n = split(s, e, fs, fe, 6);
-    if (n != 6)
-        return perr(p, "expected 6 fields Thread,Time,Action,Pointer,Size,Stream; got %d",
-                    n > 6 ? 7 : n);
+    if (n != 6) return perr(p, "expected 6 fields " TRACE_RMM_COLUMNS "; got %d", n > 6 ? 7 : n);
     uint64_t tid, ptr = 0, size;
     if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad Thread (field 1)");
     if (fs[1] == fe[1]) return perr(p, "empty Time (field 2)");
@@ -300,7 +308,7 @@ static int parse_rmm_line(parser_t *p, const char *s, const char *e)
     }
     if (field_is(fs[2], fe[2], "allocate failure")) {
         p->t->nfails++;
-        return push(p, TRC_FAIL, 0, 0, size);
+        return push(p, TRACE_FAIL, 0, 0, size);
     }
     return perr(p, "bad Action (field 3): expected allocate, free or allocate failure");
 }
@@ -311,125 +319,153 @@ static void trim(const char **s, const char **e)
     while (*s < *e && (**s == ' ' || **s == '\t')) (*s)++;
 }
 
-int trace_parse(const char *name, const char *buf, size_t len, trace_t *t, int quiet)
+/* The first line: which format, or an error. */
+static int first_line(parser_t *p, const char *ls, const char *le)
 {
-    memset(t, 0, sizeof *t);
-    snprintf(t->path, sizeof t->path, "%s", name);
-    parser_t p = {.name = name, .quiet = quiet, .line = 0, .t = t};
-    const char *s = buf, *end = buf + len;
-    int rc = TOOL_OK, header_seen = 0;
-    if (len == 0) {
-        p.line = 1;
-        rc = perr(&p, "empty file: not a trace");
-        goto out;
+    static const char header[] = WIRE_TRACE_HEADER; /* "# npupool-trace/1" */
+    const size_t hn = sizeof header - 1;
+    const size_t stem = (size_t)(strrchr(header, '/') - header) + 1; /* "# npupool-trace/" */
+    const size_t n = (size_t)(le - ls);
+    trace_t *t = p->t;
+    if (n >= stem && memcmp(ls, header, stem) == 0) {
+        if (n < hn || memcmp(ls, header, hn) != 0 || (n > hn && ls[hn] != ' '))
+            return perr(p, "trace format '%.*s' not supported (this npupool reads %s)",
+                        (int)(n - 2 > 40 ? 40 : n - 2), ls + 2, WIRE_TRACE_FORMAT);
+        t->format = TRACE_FMT_NPUPOOL;
+        return TOOLS_OK;
     }
-    if (memchr(buf, '\0', len) != NULL) {
-        const char *z = memchr(buf, '\0', len);
-        p.line = 1;
-        for (const char *c = buf; c < z; c++) p.line += *c == '\n';
-        rc = perr(&p, "NUL byte: not a text trace");
-        goto out;
+    if (field_is(ls, le, TRACE_RMM_COLUMNS)) {
+        t->format = TRACE_FMT_RMM;
+        t->device_ids[0] = 0; /* RMM logs carry no device: all on device 0 */
+        t->ndevices = 1;
+        p->header_seen = 1;
+        return TOOLS_OK;
     }
+    return perr(p, "not a trace: expected '%s' (npupool) or '%s' (RMM) on the first line",
+                WIRE_TRACE_HEADER, TRACE_RMM_COLUMNS);
+}
+
+/* One line, without its '\n'. */
+static int parse_line(parser_t *p, const char *ls, const char *le)
+{
+    p->line++;
+    trim(&ls, &le);
+    if (p->t->format == 0) return first_line(p, ls, le);
+    if (ls == le) return TOOLS_OK;
+    if (p->t->format == TRACE_FMT_RMM) return parse_rmm_line(p, ls, le);
+    if (*ls == '#') return TOOLS_OK;
+    if (p->header_seen) return parse_npupool_line(p, ls, le);
+    if (!field_is(ls, le, WIRE_TRACE_COLUMNS))
+        return perr(p, "expected the column line '%s'", WIRE_TRACE_COLUMNS);
+    p->header_seen = 1;
+    return TOOLS_OK;
+}
+
+static int too_long(parser_t *p)
+{
+    p->line++;
+    return perr(p, "line longer than %d bytes: not a trace", TRACE_LINE_MAX);
+}
+
+/* The next piece of the input (an input_take_fn). */
+static int feed(void *ctx, const char *data, size_t n)
+{
+    parser_t *p = ctx;
+    const char *z = memchr(data, '\0', n);
+    p->bytes += n;
+    if (z != NULL) {
+        p->line++;
+        for (const char *c = data; c < z; c++) p->line += *c == '\n';
+        return perr(p, "NUL byte: not a text trace");
+    }
+    const char *s = data, *end = data + n;
     while (s < end) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
         const char *le = nl ? nl : end;
-        const char *ls = s;
-        s = nl ? nl + 1 : end;
-        p.line++;
-        trim(&ls, &le);
-        if (t->format == 0) { /* first line decides the format */
-            static const char magic[] = "# npupool-trace/";
-            if ((size_t)(le - ls) >= sizeof magic - 1 && memcmp(ls, magic, sizeof magic - 1) == 0) {
-                const char *v = ls + sizeof magic - 1;
-                if (le - v < 1 || *v != '1' || (le - v > 1 && v[1] != ' ')) {
-                    rc = perr(
-                        &p,
-                        "trace format '%.*s' not supported (this npupool reads npupool-trace/1)",
-                        (int)(le - ls - 2 > 40 ? 40 : le - ls - 2), ls + 2);
-                    goto out;
-                }
-                t->format = TRC_FMT_NPUPOOL;
-                continue;
-            }
-            if (field_is(ls, le, "Thread,Time,Action,Pointer,Size,Stream")) {
-                t->format = TRC_FMT_RMM;
-                t->device_ids[0] = 0; /* RMM logs carry no device: all on device 0 */
-                t->ndevices = 1;
-                header_seen = 1;
-                continue;
-            }
-            rc = perr(&p, "not a trace: expected '# npupool-trace/1' (npupool) or "
-                          "'Thread,Time,Action,Pointer,Size,Stream' (RMM) on the first line");
-            goto out;
-        }
-        if (ls == le) continue;
-        if (t->format == TRC_FMT_NPUPOOL) {
-            if (*ls == '#') continue;
-            if (!header_seen) {
-                if (!field_is(ls, le, "thread,time_ns,action,pointer,size,device")) {
-                    rc = perr(
-                        &p, "expected the column line 'thread,time_ns,action,pointer,size,device'");
-                    goto out;
-                }
-                header_seen = 1;
-                continue;
-            }
-            rc = parse_npupool_line(&p, ls, le);
+        if (p->ncarry + (size_t)(le - s) > TRACE_LINE_MAX) return too_long(p);
+        if (nl == NULL || p->ncarry) { /* the line goes on in the next piece, or began before */
+            if (p->carry == NULL && (p->carry = malloc(TRACE_LINE_MAX)) == NULL)
+                return perr(p, "out of memory");
+            memcpy(p->carry + p->ncarry, s, (size_t)(le - s));
+            p->ncarry += (size_t)(le - s);
+            if (nl == NULL) break;
+            size_t len = p->ncarry;
+            p->ncarry = 0;
+            int rc = parse_line(p, p->carry, p->carry + len);
+            if (rc != TOOLS_OK) return rc;
         } else {
-            rc = parse_rmm_line(&p, ls, le);
+            int rc = parse_line(p, s, le);
+            if (rc != TOOLS_OK) return rc;
         }
-        if (rc != TOOL_OK) goto out;
+        s = nl + 1;
     }
-    if (t->format == TRC_FMT_NPUPOOL && !header_seen) {
-        rc = perr(&p, "truncated: no column line 'thread,time_ns,action,pointer,size,device'");
-        goto out;
-    }
-    t->lines = p.line;
-    t->live_at_end = p.live.n;
-out:
-    free(p.live.e);
-    if (rc != TOOL_OK) {
-        free(t->ev);
-        memset(t, 0, sizeof *t);
-        snprintf(t->path, sizeof t->path, "%s", name);
-    }
-    return rc;
+    return TOOLS_OK;
 }
 
-int trace_load(const char *path, trace_t *t)
+/* After the last piece: the last line when it had no '\n', and the checks of a whole trace. */
+static int finish(parser_t *p)
+{
+    trace_t *t = p->t;
+    if (p->bytes == 0) {
+        p->line = 1;
+        return perr(p, "empty file: not a trace");
+    }
+    if (p->ncarry) {
+        int rc = parse_line(p, p->carry, p->carry + p->ncarry);
+        p->ncarry = 0;
+        if (rc != TOOLS_OK) return rc;
+    }
+    if (t->format == TRACE_FMT_NPUPOOL && !p->header_seen)
+        return perr(p, "truncated: no column line '%s'", WIRE_TRACE_COLUMNS);
+    t->lines = p->line;
+    t->live_at_end = p->live.n;
+    return TOOLS_OK;
+}
+
+static void parser_init(parser_t *p, const char *name, trace_t *t, int quiet)
 {
     memset(t, 0, sizeof *t);
-    if (strcmp(path, "-") != 0) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            tool_err("%s: cannot open: %s", path, strerror(errno));
-            return TOOL_BAD;
-        }
-        struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-            void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-            close(fd);
-            if (m == MAP_FAILED) {
-                tool_err("%s: cannot map: %s", path, strerror(errno));
-                return TOOL_BAD;
-            }
-            madvise(m, (size_t)st.st_size, MADV_SEQUENTIAL);
-            int rc = trace_parse(path, m, (size_t)st.st_size, t, 0);
-            munmap(m, (size_t)st.st_size);
-            return rc;
-        }
-        close(fd);
-    }
-    char *buf;
-    size_t len;
-    int rc = tool_read_file(path, &buf, &len);
-    if (rc != TOOL_OK) return rc;
-    rc = trace_parse(path, buf, len, t, 0);
-    free(buf);
-    return rc;
+    snprintf(t->path, sizeof t->path, "%s", name);
+    memset(p, 0, sizeof *p);
+    p->name = name;
+    p->quiet = quiet;
+    p->t = t;
 }
 
-void trace_release(trace_t *t)
+/* Free the parser; on failure, empty the trace too. */
+static int parser_end(parser_t *p, int rc)
+{
+    free(p->live.e);
+    free(p->carry);
+    if (rc != TOOLS_OK) {
+        trace_t *t = p->t;
+        free(t->ev);
+        memset(t, 0, sizeof *t);
+        snprintf(t->path, sizeof t->path, "%s", p->name);
+        return TOOLS_BAD;
+    }
+    return TOOLS_OK;
+}
+
+int trace_read_buffer(const char *name, const char *buf, size_t len, trace_t *t, int quiet)
+{
+    parser_t p;
+    parser_init(&p, name, t, quiet);
+    int rc = len ? feed(&p, buf, len) : TOOLS_OK;
+    if (rc == TOOLS_OK) rc = finish(&p);
+    return parser_end(&p, rc);
+}
+
+int trace_read_file(const char *path, trace_t *t)
+{
+    parser_t p;
+    parser_init(&p, path, t, 0);
+    int rc = input_stream(path, feed, &p);
+    if (rc == TOOLS_OK) rc = finish(&p);
+    return parser_end(&p, rc);
+}
+
+void trace_read_release(trace_t *t)
 {
     free(t->ev);
     t->ev = NULL;

@@ -16,7 +16,11 @@
  *             --max-live bytes live, freeing when nothing is live.
  *
  * Pointers are made up (unique, 256-byte aligned, never reused): replay does not need real ones.
+ * The header and column lines are the readers' own (base/wire.h, tools/trace_read.h).
  */
+#include "trace_read.h" /* TRACE_RMM_COLUMNS */
+#include "wire.h"       /* WIRE_TRACE_HEADER, WIRE_TRACE_COLUMNS */
+
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -275,11 +279,9 @@ int main(int argc, char **argv)
     g.time_ns = 1000000000;
     const char *scen = argv[optind];
     if (g.rmm)
-        fputs("Thread,Time,Action,Pointer,Size,Stream\n", g.out);
+        fputs(TRACE_RMM_COLUMNS "\n", g.out);
     else
-        fprintf(g.out,
-                "# npupool-trace/1 generator=%s seed=%" PRIu64
-                "\nthread,time_ns,action,pointer,size,device\n",
+        fprintf(g.out, WIRE_TRACE_HEADER " generator=%s seed=%" PRIu64 "\n" WIRE_TRACE_COLUMNS "\n",
                 scen, seed);
     if (strcmp(scen, "serving") == 0)
         scen_serving(&g, events);

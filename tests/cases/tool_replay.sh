@@ -1,7 +1,8 @@
 # variants: plain asan
 # Replay: the shipped traces are exactly what their generator writes; --min-pool on the
 # hand-built trace gives the known answer (5120); fallback and refusal figures; RMM CSV input;
-# --check runs the pool checker after every event with no violation.
+# --check runs the pool checker after every event with no violation; a trace read through a pipe
+# (in pieces, lines split between them) gives the figures of the file; the first-fit baseline.
 . "$ROOT/tests/lib.sh"
 NP="$ROOT/$BUILD/npupool"
 GEN="$ROOT/$BUILD/traces/gen"
@@ -39,4 +40,10 @@ n=$(grep -c ',alloc,.*,1048576,0$' traces/service.trace)
 # RMM log from stdin
 "$NP" replay - <traces/rmm_random_small.csv --no-timing | grep -q '(RMM log): ' || fail "RMM csv on stdin"
 [ "$n" -gt 0 ] || fail "service trace has no leak allocations"
+# through a pipe: the same figures as from the file (all but the line naming the input)
+cmp -s <("$NP" replay traces/serving.trace --no-timing --min-pool | tail -n +2) \
+    <(cat traces/serving.trace | "$NP" replay - --no-timing --min-pool | tail -n +2) || fail "replay of a piped trace differs"
+# the seed's first fit is always in the build
+"$NP" replay tests/fixtures/traces/minpool.trace --allocator firstfit --rounding none --min-pool --no-timing \
+    | grep -q '^allocator    firstfit' || fail "--allocator firstfit"
 exit 0

@@ -13,13 +13,13 @@
 
 #include <cmocka.h>
 
-#include "../../tools/replay.h"
+#include "replay.h"
 
 #define HDR "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n"
 
 static void load(const char *text, trace_t *t)
 {
-    assert_int_equal(trace_parse("mem", text, strlen(text), t, 0), 0);
+    assert_int_equal(trace_read_buffer("mem", text, strlen(text), t, 0), 0);
 }
 
 static replay_opts_t opts(uint64_t pool, int fallback)
@@ -57,7 +57,7 @@ static void test_min_pool_no_fragmentation(void **state)
     int probes;
     assert_int_equal(replay_min_pool(&t, 0, &o, 64, &probes), 4096);
     assert_int_equal(probes, 1);
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 /* A, B, C of 1 KiB, free B, then D of 2 KiB: live peak 4 KiB, but the 1 KiB hole between A and C
@@ -88,7 +88,7 @@ static void test_min_pool_known_answer(void **state)
     assert_int_equal(r.dev[0].refused, 0);
     assert_int_equal(r.dev[0].peak_allocated, 4096);
     assert_int_equal(r.dev[0].peak_requested, 4096);
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 static void test_fallback_accounting(void **state)
@@ -117,7 +117,7 @@ static void test_fallback_accounting(void **state)
     assert_int_equal(r.dev[0].peak_fallback, 0);
     assert_int_equal(r.dev[0].served, 3);
     assert_int_equal(r.violations, 0);
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 static void test_rmm_failures_and_devices(void **state)
@@ -137,7 +137,7 @@ static void test_rmm_failures_and_devices(void **state)
     assert_int_equal(r.dev[0].failures_served,
                      1); /* 8 KiB fits next to 4 KiB in 16 KiB; 64 KiB not */
     assert_int_equal(r.dev[0].peak_requested, 4096);
-    trace_release(&t);
+    trace_read_release(&t);
 
     load(HDR "1,1,alloc,0x1,1000,0\n1,2,alloc,0x1,3000,1\n1,3,alloc,0x2,3000,1\n1,4,free,0x1,,1\n",
          &t);
@@ -149,7 +149,7 @@ static void test_rmm_failures_and_devices(void **state)
     assert_int_equal(r.dev[1].frees, 1);
     int probes;
     assert_int_equal(replay_min_pool(&t, 1, &o, 64, &probes), 6016); /* 2 x 3008 (64-byte blocks) */
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 /* A random workload with the checker after every event; replay twice gives the same figures. */
@@ -176,7 +176,7 @@ static void test_checked_random(void **state)
         }
     }
     trace_t t;
-    assert_int_equal(trace_parse("mem", buf, n, &t, 0), 0);
+    assert_int_equal(trace_read_buffer("mem", buf, n, &t, 0), 0);
     free(buf);
     replay_result_t a, b;
     replay_opts_t o = opts(64 << 20, 1);
@@ -187,14 +187,13 @@ static void test_checked_random(void **state)
     assert_memory_equal(&a.dev[0].peak_requested, &b.dev[0].peak_requested, sizeof(uint64_t));
     assert_int_equal(a.dev[0].refused, b.dev[0].refused);
     assert_true(a.dev[0].worst_frag >= a.dev[0].final_frag);
-    if (replay_firstfit_allocator) { /* the baseline never needs less than the live peak */
-        int probes;
-        o.alloc = replay_firstfit_allocator;
-        o.check_every_op = 0;
-        uint64_t m = replay_min_pool(&t, 0, &o, 64, &probes);
-        assert_true(m >= replay_live_peak(&t, 0, REPLAY_ROUND_ACL, 32));
-    }
-    trace_release(&t);
+    /* the baseline never needs less than the live peak */
+    int probes;
+    o.alloc = &replay_firstfit_allocator;
+    o.check_every_op = 0;
+    uint64_t m = replay_min_pool(&t, 0, &o, 64, &probes);
+    assert_true(m >= replay_live_peak(&t, 0, REPLAY_ROUND_ACL, 32));
+    trace_read_release(&t);
 }
 
 int main(void)

@@ -1,7 +1,9 @@
 /* tests/unit/test_tool_trace.c — the shim's trace recorder (shim/trace.c) against the CLI's trace
  * reader (tools/trace_read.c): round trip, 8 threads through many buffer flushes (only whole
  * lines, nothing lost), fork (the child never writes the parent's buffered lines), tracing off,
- * an unopenable path; and the reader on good and bad input (RMM format included).
+ * an unopenable path; and the reader on good and bad input (RMM format included), sizes and
+ * pointers up to 2^64 - 1, input arriving in pieces through a pipe (lines split between pieces),
+ * hostile input stopped at its first piece.
  * Each recorder test runs in a forked child: the recorder is process-wide state.
  */
 #include <setjmp.h>
@@ -11,14 +13,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "trace.h"
-#include "../../tools/trace_read.h"
+#include "trace_read.h"
 
 static char dir[64];
 
@@ -81,19 +85,19 @@ static void test_roundtrip(void **state)
     char p[128];
     path_of(p, sizeof p, "rt.trace");
     trace_t t;
-    assert_int_equal(trace_load(p, &t), 0);
-    assert_int_equal(t.format, TRC_FMT_NPUPOOL);
+    assert_int_equal(trace_read_file(p, &t), 0);
+    assert_int_equal(t.format, TRACE_FMT_NPUPOOL);
     assert_int_equal(t.nev, 4);
     assert_int_equal(t.nallocs, 3);
     assert_int_equal(t.nfrees, 1);
     assert_int_equal(t.ndevices, 2);
     assert_int_equal(t.live_at_end, 2);
-    assert_int_equal(t.ev[2].action, TRC_FREE);
+    assert_int_equal(t.ev[2].action, TRACE_FREE);
     assert_int_equal(t.ev[2].slot, t.ev[0].slot); /* the free found the device-0 block */
     assert_int_equal(t.ev[2].size, 100);
     assert_int_equal(t.ev[3].size, 300);
     assert_int_not_equal(t.ev[3].slot, t.ev[0].slot);
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 /* ---- threads ------------------------------------------------------------------------------ */
@@ -131,12 +135,12 @@ static void test_threads(void **state)
     char p[128];
     path_of(p, sizeof p, "threads.trace");
     trace_t t;
-    assert_int_equal(trace_load(p, &t), 0); /* any torn line would fail here */
+    assert_int_equal(trace_read_file(p, &t), 0); /* any torn line would fail here */
     assert_int_equal(t.nallocs, NTHREADS * PAIRS);
     assert_int_equal(t.nfrees, NTHREADS * PAIRS);
     assert_int_equal(t.live_at_end, 0);
     assert_int_equal(t.unknown_frees, 0); /* every free came after its alloc */
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 /* ---- fork --------------------------------------------------------------------------------- */
@@ -185,14 +189,14 @@ static void test_fork(void **state)
     char name[64];
     snprintf(name, sizeof name, "fork-%d.trace", parent);
     path_of(p, sizeof p, name);
-    assert_int_equal(trace_load(p, &t), 0);
+    assert_int_equal(trace_read_file(p, &t), 0);
     assert_int_equal(t.nallocs, 11); /* its 10 buffered lines once, and one more */
-    trace_release(&t);
+    trace_read_release(&t);
     snprintf(name, sizeof name, "fork-%d.trace", kid);
     path_of(p, sizeof p, name);
-    assert_int_equal(trace_load(p, &t), 0);
+    assert_int_equal(trace_read_file(p, &t), 0);
     assert_int_equal(t.nallocs, 2); /* only the child's own: none of the parent's buffer */
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 static void child_fork_nopid(void)
@@ -219,9 +223,9 @@ static void test_fork_no_pid(void **state)
     char p[128];
     path_of(p, sizeof p, "nopid.trace");
     trace_t t;
-    assert_int_equal(trace_load(p, &t), 0);
+    assert_int_equal(trace_read_file(p, &t), 0);
     assert_int_equal(t.nallocs, 1);
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 static void child_off(void)
@@ -245,7 +249,7 @@ static void test_off_and_bad_path(void **state)
 
 static int parse(const char *text, trace_t *t)
 {
-    return trace_parse("mem", text, strlen(text), t, 1);
+    return trace_read_buffer("mem", text, strlen(text), t, 1);
 }
 
 static void test_reader_rmm(void **state)
@@ -260,13 +264,13 @@ static void test_reader_rmm(void **state)
         "140573312345856,1634567890.345678,deallocate,0x7f8a40000400,2048,0x0\r\n";
     trace_t t;
     assert_int_equal(parse(csv, &t), 0);
-    assert_int_equal(t.format, TRC_FMT_RMM);
+    assert_int_equal(t.format, TRACE_FMT_RMM);
     assert_int_equal(t.nallocs, 2);
     assert_int_equal(t.nfrees, 2);
     assert_int_equal(t.nfails, 1);
-    assert_int_equal(t.ev[1].action, TRC_FAIL);
+    assert_int_equal(t.ev[1].action, TRACE_FAIL);
     assert_int_equal(t.ev[1].size, 99999999);
-    trace_release(&t);
+    trace_read_release(&t);
 }
 
 static void test_reader_errors(void **state)
@@ -302,7 +306,7 @@ static void test_reader_errors(void **state)
     trace_t t;
     static const char nul[] =
         "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n1,2,al\0loc,0x10,5,0\n";
-    assert_int_equal(trace_parse("mem", nul, sizeof nul - 1, &t, 1), 2);
+    assert_int_equal(trace_read_buffer("mem", nul, sizeof nul - 1, &t, 1), 2);
 }
 
 static void test_reader_lenient(void **state)
@@ -318,7 +322,110 @@ static void test_reader_lenient(void **state)
     assert_int_equal(t.nfrees, 1);
     assert_int_equal(t.ndevices, 2); /* the unknown free named device 0 first */
     assert_int_equal(t.device_ids[1], -1);
-    trace_release(&t);
+    trace_read_release(&t);
+}
+
+static void test_reader_exact(void **state)
+{
+    (void)state;
+    const char *txt = "# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n"
+                      "18446744073709551615,18446744073709551615,alloc,0xffffffffffffffff,"
+                      "18446744073709551615,0\n"
+                      "1,2,free,0xFFFFFFFFFFFFFFFF,,0\n";
+    trace_t t;
+    assert_int_equal(parse(txt, &t), 0);
+    assert_int_equal(t.nev, 2);
+    assert_true(t.ev[0].size == UINT64_MAX);
+    assert_true(t.ev[1].size == UINT64_MAX); /* the free found its allocation */
+    trace_read_release(&t);
+    /* one more is too much, and so is a 17th hex digit */
+    assert_int_equal(parse("# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n"
+                           "1,2,alloc,0x10,18446744073709551616,0\n",
+                           &t),
+                     2);
+    assert_int_equal(parse("# npupool-trace/1\nthread,time_ns,action,pointer,size,device\n"
+                           "1,2,alloc,0x10000000000000000,5,0\n",
+                           &t),
+                     2);
+}
+
+/* Write `len` bytes of `text` into a pipe from a child, in writes of `step` bytes; read it back
+ * with trace_read_file("/dev/fd/N") (pieces as the pipe delivers them). */
+static int read_through_pipe(const char *text, size_t len, size_t step, trace_t *t)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        for (size_t off = 0; off < len;) {
+            size_t n = len - off < step ? len - off : step;
+            ssize_t w = write(fds[1], text + off, n);
+            if (w <= 0) _exit(w < 0 && errno == EPIPE ? 0 : 1);
+            off += (size_t)w;
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    char path[32];
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[0]);
+    int rc = trace_read_file(path, t);
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    return rc;
+}
+
+static void test_reader_pieces(void **state)
+{
+    (void)state;
+    signal(SIGPIPE, SIG_IGN);
+    /* ~1 MB of events: the 64 KiB pieces split lines; odd-sized writes split them anywhere */
+    size_t cap = 2 << 20, n = 0;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    n += (size_t)snprintf(buf, cap,
+                          "# npupool-trace/1 pid=1\nthread,time_ns,action,pointer,size,device\n");
+    for (int i = 0; i < 20000; i++) {
+        n += (size_t)snprintf(buf + n, cap - n, "7,%d,alloc,0x%x,%d,%d\n", 2 * i, 0x1000 + 64 * i,
+                              i + 1, i % 3);
+        if (i % 2)
+            n += (size_t)snprintf(buf + n, cap - n, "7,%d,free,0x%x,,%d\r\n", 2 * i + 1,
+                                  0x1000 + 64 * i, i % 3);
+    }
+    n += (size_t)snprintf(buf + n, cap - n, "7,99999,alloc,0xdead,5,0"); /* no final newline */
+    trace_t whole, piecewise;
+    assert_int_equal(trace_read_buffer("mem", buf, n, &whole, 0), 0);
+    static const size_t steps[] = {1 << 20, 4093, 7};
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        assert_int_equal(read_through_pipe(buf, n, steps[k], &piecewise), 0);
+        assert_int_equal(piecewise.nev, whole.nev);
+        assert_int_equal(piecewise.lines, whole.lines);
+        assert_int_equal(piecewise.ndevices, whole.ndevices);
+        assert_memory_equal(piecewise.ev, whole.ev, whole.nev * sizeof *whole.ev);
+        trace_read_release(&piecewise);
+    }
+    trace_read_release(&whole);
+    /* a NUL after the first piece stops the read there */
+    memset(buf + n - 100, 0, 100);
+    assert_int_equal(read_through_pipe(buf, n, 1 << 20, &piecewise), 2);
+    assert_null(piecewise.ev);
+    /* a line longer than the reader takes */
+    n = (size_t)snprintf(buf, cap, "# npupool-trace/1\n#");
+    memset(buf + n, 'x', 100000);
+    n += 100000;
+    assert_int_equal(read_through_pipe(buf, n, 4096, &piecewise), 2);
+    assert_int_equal(trace_read_buffer("mem", buf, n, &piecewise, 1), 2);
+    /* random bytes: refused within the first piece */
+    uint64_t s = 3;
+    for (size_t i = 0; i < (1 << 20); i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        buf[i] = (char)(s >> 56);
+    }
+    assert_int_equal(read_through_pipe(buf, 1 << 20, 1 << 20, &piecewise), 2);
+    free(buf);
 }
 
 int main(void)
@@ -332,6 +439,8 @@ int main(void)
         cmocka_unit_test(test_reader_rmm),
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_reader_lenient),
+        cmocka_unit_test(test_reader_exact),
+        cmocka_unit_test(test_reader_pieces),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

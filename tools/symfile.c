@@ -1,4 +1,4 @@
-/* tools/symbolize.c — the offline symbolizer declared in symbolize.h.
+/* tools/symfile.c — the offline symbolizer declared in symfile.h.
  *
  * One Dwfl session per module (dwfl_report_offline), kept in a small array cache keyed by the
  * module path and the build id asked for.  Addresses: the report's offset is an ELF virtual
@@ -6,7 +6,7 @@
  * Names: dwfl_module_addrinfo reads .symtab (static functions included), else .dynsym, else
  * .gnu_debugdata; file:line from DWARF, also from a separate debug file found by build id.
  */
-#include "symbolize.h"
+#include "symfile.h"
 
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
@@ -19,10 +19,10 @@ typedef struct tmod {
     char *build_id;   /* build id asked for ("" = none) */
     Dwfl *dwfl;       /* session, NULL when the module could not be used */
     Dwfl_Module *mod; /* the module in it */
-    int status;       /* TSYM_OK, or why it cannot be used */
+    int status;       /* SYMFILE_OK, or why it cannot be used */
 } tmod_t;
 
-struct tsym {
+struct symfile {
     tmod_t *mods;         /* cache */
     size_t n, cap;        /* used / allocated entries */
     char *debuginfo_path; /* for the callbacks (NULL = libdwfl's default) */
@@ -31,9 +31,9 @@ struct tsym {
     char *map_new;        /* its replacement */
 };
 
-tsym_t *tsym_open(const char *debug_dir, const char *path_map)
+symfile_t *symfile_open(const char *debug_dir, const char *path_map)
 {
-    tsym_t *s = calloc(1, sizeof *s);
+    symfile_t *s = calloc(1, sizeof *s);
     if (s == NULL) return NULL;
     if (debug_dir) {
         /* Keep the standard places and add the user's directory. */
@@ -55,7 +55,7 @@ tsym_t *tsym_open(const char *debug_dir, const char *path_map)
     }
     return s;
 oom:
-    tsym_close(s);
+    symfile_close(s);
     return NULL;
 }
 
@@ -71,17 +71,17 @@ static void hex_of(const unsigned char *b, int n, char *out, size_t cap)
 }
 
 /* Try to open `path` as the module; checks the build id when one is asked for. */
-static int try_open(tsym_t *s, tmod_t *m, const char *path)
+static int try_open(symfile_t *s, tmod_t *m, const char *path)
 {
-    if (access(path, R_OK) != 0) return TSYM_NO_MODULE;
+    if (access(path, R_OK) != 0) return SYMFILE_NO_MODULE;
     Dwfl *dwfl = dwfl_begin(&s->cb);
-    if (dwfl == NULL) return TSYM_NO_MODULE;
+    if (dwfl == NULL) return SYMFILE_NO_MODULE;
     dwfl_report_begin(dwfl);
     Dwfl_Module *mod = dwfl_report_offline(dwfl, path, path, -1);
     dwfl_report_end(dwfl, NULL, NULL);
     if (mod == NULL) {
         dwfl_end(dwfl);
-        return TSYM_NO_MODULE;
+        return SYMFILE_NO_MODULE;
     }
     if (m->build_id[0]) {
         const unsigned char *bits;
@@ -91,15 +91,15 @@ static int try_open(tsym_t *s, tmod_t *m, const char *path)
         if (n > 0) hex_of(bits, n, hex, sizeof hex);
         if (n <= 0 || strcmp(hex, m->build_id) != 0) {
             dwfl_end(dwfl);
-            return TSYM_BUILD_ID;
+            return SYMFILE_BUILD_ID;
         }
     }
     m->dwfl = dwfl;
     m->mod = mod;
-    return TSYM_OK;
+    return SYMFILE_OK;
 }
 
-static tmod_t *module_get(tsym_t *s, const char *path, const char *build_id)
+static tmod_t *module_get(symfile_t *s, const char *path, const char *build_id)
 {
     const char *bid = build_id ? build_id : "";
     for (size_t i = 0; i < s->n; i++)
@@ -128,28 +128,28 @@ static tmod_t *module_get(tsym_t *s, const char *path, const char *build_id)
         p = mapped;
     }
     m->status = try_open(s, m, p);
-    if (m->status != TSYM_OK && bid[0] && strlen(bid) > 2) {
+    if (m->status != SYMFILE_OK && bid[0] && strlen(bid) > 2) {
         /* The installed debug file for this build id, wherever the binary went. */
         char dbg[512];
         snprintf(dbg, sizeof dbg, "/usr/lib/debug/.build-id/%.2s/%s.debug", bid, bid + 2);
         int st = try_open(s, m, dbg);
-        if (st == TSYM_OK) m->status = TSYM_OK;
+        if (st == SYMFILE_OK) m->status = SYMFILE_OK;
     }
     return m;
 }
 
-int tsym_lookup(tsym_t *s, const char *module, const char *build_id, uint64_t offset,
-                const char **function, const char **file, int *line)
+int symfile_lookup(symfile_t *s, const char *module, const char *build_id, uint64_t offset,
+                   const char **function, const char **file, int *line)
 {
     *function = NULL;
     *file = NULL;
     *line = 0;
-    if (module == NULL || module[0] == '\0') return TSYM_NO_MODULE;
+    if (module == NULL || module[0] == '\0') return SYMFILE_NO_MODULE;
     tmod_t *m = module_get(s, module, build_id);
-    if (m == NULL) return TSYM_NO_MODULE;
-    if (m->status != TSYM_OK) return m->status;
+    if (m == NULL) return SYMFILE_NO_MODULE;
+    if (m->status != SYMFILE_OK) return m->status;
     Dwarf_Addr bias = 0;
-    if (dwfl_module_getelf(m->mod, &bias) == NULL) return TSYM_NOTHING;
+    if (dwfl_module_getelf(m->mod, &bias) == NULL) return SYMFILE_NOTHING;
     Dwarf_Addr addr = (Dwarf_Addr)offset + bias;
     GElf_Off off;
     GElf_Sym sym;
@@ -163,10 +163,10 @@ int tsym_lookup(tsym_t *s, const char *module, const char *build_id, uint64_t of
             *line = ln;
         }
     }
-    return (*function || *file) ? TSYM_OK : TSYM_NOTHING;
+    return (*function || *file) ? SYMFILE_OK : SYMFILE_NOTHING;
 }
 
-void tsym_close(tsym_t *s)
+void symfile_close(symfile_t *s)
 {
     if (s == NULL) return;
     for (size_t i = 0; i < s->n; i++) {

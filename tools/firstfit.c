@@ -1,6 +1,6 @@
-/* bench/firstfit.c — the seed's first-fit pool (see firstfit.h for the behaviour and cost).
+/* tools/firstfit.c — the seed's first-fit pool (see firstfit.h for the behaviour and cost).
  * Invariants: listed spans never overlap each other or a live block; free_bytes is the sum of
- * listed sizes.  The live map is pool/addrmap (offset -> aligned size).
+ * listed sizes.  The live map is base/addrmap (offset -> aligned size).
  */
 #include "firstfit.h"
 
@@ -14,19 +14,18 @@ typedef struct span {
     size_t size; /* bytes */
 } span_t;
 
-struct ff_pool {
+struct firstfit {
     size_t pool_size;   /* bytes */
     span_t *list;       /* free spans, insertion order */
     size_t n;           /* spans in list */
     size_t cap;         /* capacity of list */
     size_t free_bytes;  /* sum of listed sizes */
     addrmap_t live;     /* offset -> size of live blocks */
-    span_t *scratch;    /* copy used by ff_largest_physical */
+    span_t *scratch;    /* copy used by firstfit_largest_free */
     size_t scratch_cap; /* its capacity */
-    uint64_t merges;    /* sort-and-merge passes after a failed scan */
 };
 
-static int list_append(ff_pool_t *p, size_t off, size_t size)
+static int list_append(firstfit_t *p, size_t off, size_t size)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 1024;
@@ -39,20 +38,25 @@ static int list_append(ff_pool_t *p, size_t off, size_t size)
     return 0;
 }
 
-ff_pool_t *ff_create(size_t pool_size)
+void firstfit_destroy(firstfit_t *p);
+
+firstfit_t *firstfit_create(size_t pool_size)
 {
-    ff_pool_t *p = calloc(1, sizeof *p);
+    firstfit_t *p = calloc(1, sizeof *p);
     if (!p || addrmap_init(&p->live, 1024) != 0) {
         free(p);
         return NULL;
     }
     p->pool_size = pool_size;
-    list_append(p, 0, pool_size);
+    if (list_append(p, 0, pool_size) != 0) {
+        firstfit_destroy(p);
+        return NULL;
+    }
     p->free_bytes = pool_size;
     return p;
 }
 
-void ff_destroy(ff_pool_t *p)
+void firstfit_destroy(firstfit_t *p)
 {
     if (!p) return;
     addrmap_destroy(&p->live);
@@ -82,7 +86,7 @@ static size_t sort_merge(span_t *v, size_t n)
     return w + 1;
 }
 
-static int first_fit(ff_pool_t *p, size_t need, size_t *off)
+static int first_fit(firstfit_t *p, size_t need, size_t *off)
 {
     for (size_t i = 0; i < p->n; i++) {
         if (p->list[i].size < need) continue;
@@ -97,13 +101,12 @@ static int first_fit(ff_pool_t *p, size_t need, size_t *off)
     return -1;
 }
 
-int ff_alloc(ff_pool_t *p, size_t size, size_t *off)
+int firstfit_alloc(firstfit_t *p, size_t size, size_t *off)
 {
-    size_t need = (size + 31) & ~(size_t)31;
+    size_t need = (size + FIRSTFIT_ALIGN - 1) & ~(size_t)(FIRSTFIT_ALIGN - 1);
     if (need == 0) return -1;
     if (first_fit(p, need, off) != 0) {
         p->n = sort_merge(p->list, p->n);
-        p->merges++;
         if (first_fit(p, need, off) != 0) return -1;
     }
     if (addrmap_put(&p->live, *off, need) < 0) {
@@ -114,7 +117,7 @@ int ff_alloc(ff_pool_t *p, size_t size, size_t *off)
     return 0;
 }
 
-int ff_free(ff_pool_t *p, size_t off)
+int firstfit_free(firstfit_t *p, size_t off)
 {
     uint64_t size;
     if (!addrmap_del(&p->live, off, &size)) return -1;
@@ -123,11 +126,10 @@ int ff_free(ff_pool_t *p, size_t off)
     return 0;
 }
 
-size_t ff_free_bytes(const ff_pool_t *p) { return p->free_bytes; }
-size_t ff_list_len(const ff_pool_t *p) { return p->n; }
-uint64_t ff_merges(const ff_pool_t *p) { return p->merges; }
+size_t firstfit_free_bytes(const firstfit_t *p) { return p->free_bytes; }
 
-size_t ff_largest_listed(const ff_pool_t *p)
+/* Largest span as the list holds it (the seed's own stats() view). */
+static size_t largest_listed(const firstfit_t *p)
 {
     size_t best = 0;
     for (size_t i = 0; i < p->n; i++)
@@ -135,7 +137,7 @@ size_t ff_largest_listed(const ff_pool_t *p)
     return best;
 }
 
-size_t ff_largest_physical(ff_pool_t *p)
+size_t firstfit_largest_free(firstfit_t *p)
 {
     if (p->scratch_cap < p->n) {
         free(p->scratch);
@@ -143,7 +145,7 @@ size_t ff_largest_physical(ff_pool_t *p)
         p->scratch = malloc(p->scratch_cap * sizeof *p->scratch);
         if (!p->scratch) {
             p->scratch_cap = 0;
-            return ff_largest_listed(p);
+            return largest_listed(p);
         }
     }
     memcpy(p->scratch, p->list, p->n * sizeof *p->list);

@@ -1,0 +1,61 @@
+/* tools/tools.c — the command's message line and cJSON arena (tools.h). */
+#include "tools.h"
+
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include <cjson/cJSON.h>
+
+void tools_err(const char *fmt, ...)
+{
+    char buf[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+    log_error("%s", buf);
+}
+
+/* ---- JSON arena ---------------------------------------------------------------------------
+ * A report becomes millions of small cJSON nodes; with libc malloc that is most of the time of
+ * `summary` on a large report.  The command reads a report, answers and exits, so its nodes come
+ * from a bump arena that is never freed (chunks of ARENA_CHUNK bytes; larger requests get their
+ * own block).  The fuzz targets do not call this and keep cJSON on malloc/free.
+ */
+#define ARENA_CHUNK ((size_t)16 << 20) /* bytes per arena chunk */
+
+static struct {
+    char *cur;   /* next free byte of the current chunk */
+    size_t left; /* bytes left in it */
+} arena;
+
+static void *arena_alloc(size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n > ARENA_CHUNK / 4) return malloc(n); /* never freed either: cJSON_Delete is a no-op */
+    if (n > arena.left) {
+        /* Pre-faulted in one call: page faults one by one cost more than parsing. */
+        char *c = mmap(NULL, ARENA_CHUNK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        if (c == MAP_FAILED) return NULL;
+        arena.cur = c;
+        arena.left = ARENA_CHUNK;
+    }
+    void *p = arena.cur;
+    arena.cur += n;
+    arena.left -= n;
+    return p;
+}
+
+static void arena_free(void *p) { (void)p; }
+
+void tools_json_arena(void)
+{
+    cJSON_Hooks h = {.malloc_fn = arena_alloc, .free_fn = arena_free};
+    cJSON_InitHooks(&h);
+}
