@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "report_internal.h"
+#include "fmt.h"
 #include "rank.h"
 #include "symbolize.h"
 
@@ -65,6 +66,18 @@ static void push(jb_t *b, cJSON *arr, cJSON *item)
     }
 }
 static void num(jb_t *b, cJSON *o, const char *n, double v) { add(b, o, n, cJSON_CreateNumber(v)); }
+
+/* An unsigned integer, exact up to 2^64 - 1: a double holds every integer below 2^53 and cJSON
+ * prints those in full up to 15 digits; larger ones are written as the decimal text itself. */
+static cJSON *unum_item(uint64_t v)
+{
+    if (v < UINT64_C(1000000000000000)) return cJSON_CreateNumber((double)v);
+    char text[24];
+    text[fmt_u64(text, v)] = 0;
+    return cJSON_CreateRaw(text);
+}
+
+static void unum(jb_t *b, cJSON *o, const char *n, uint64_t v) { add(b, o, n, unum_item(v)); }
 static void str(jb_t *b, cJSON *o, const char *n, const char *v)
 {
     add(b, o, n, v ? cJSON_CreateString(v) : cJSON_CreateNull());
@@ -80,7 +93,7 @@ static cJSON *build_process(jb_t *b, const report_input_t *in)
 {
     cJSON *p = cJSON_CreateObject();
     if (!p) return NULL;
-    num(b, p, "pid", (double)getpid());
+    unum(b, p, "pid", getpid());
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 0] = 0;
@@ -273,25 +286,25 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
         char base[32];
         snprintf(base, sizeof base, "0x%lx", (unsigned long)after.base);
         str(b, p, "base", base);
-        num(b, p, "reserved_bytes", (double)after.reserved_bytes);
-        num(b, p, "allocated_bytes", (double)a.allocated);
-        num(b, p, "requested_bytes", (double)after.requested_bytes);
+        unum(b, p, "reserved_bytes", after.reserved_bytes);
+        unum(b, p, "allocated_bytes", a.allocated);
+        unum(b, p, "requested_bytes", after.requested_bytes);
         num(b, p, "peak_allocated_bytes",
             (double)(after.peak_allocated_bytes > a.allocated ? after.peak_allocated_bytes
                                                               : a.allocated));
-        num(b, p, "free_bytes", (double)a.free_bytes);
-        num(b, p, "largest_free_bytes", (double)a.largest);
+        unum(b, p, "free_bytes", a.free_bytes);
+        unum(b, p, "largest_free_bytes", a.largest);
         num(b, p, "fragmentation",
             a.free_bytes ? 1.0 - (double)a.largest / (double)a.free_bytes : 0.0);
-        num(b, p, "free_blocks", (double)a.free_blocks);
-        num(b, p, "live_blocks", (double)a.live_blocks);
-        num(b, p, "overhead_bytes", (double)overhead);
+        unum(b, p, "free_blocks", a.free_blocks);
+        unum(b, p, "live_blocks", a.live_blocks);
+        unum(b, p, "overhead_bytes", overhead);
         num(b, p, "usage_ratio",
             after.reserved_bytes ? (double)a.allocated / (double)after.reserved_bytes : 0.0);
-        num(b, p, "pool_allocs", (double)after.allocs);
-        num(b, p, "pool_frees", (double)after.frees);
-        num(b, p, "failed_allocs", (double)after.failed_allocs);
-        num(b, p, "invalid_frees", (double)after.invalid_frees);
+        unum(b, p, "pool_allocs", after.allocs);
+        unum(b, p, "pool_frees", after.frees);
+        unum(b, p, "failed_allocs", after.failed_allocs);
+        unum(b, p, "invalid_frees", after.invalid_frees);
         add(b, p, "snapshot_consistent", cJSON_CreateBool(consistent));
     }
     cJSON *bk = add(b, dev, "buckets", cJSON_CreateArray());
@@ -301,15 +314,15 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
             b->oom = 1;
             break;
         }
-        num(b, e, "min_bytes", k == 0 ? 0.0 : (double)pool_bucket_limit[k - 1] + 1);
+        unum(b, e, "min_bytes", k == 0 ? 0 : (uint64_t)pool_bucket_limit[k - 1] + 1);
         if (k < POOL_NBUCKETS - 1)
-            num(b, e, "max_bytes", (double)pool_bucket_limit[k]);
+            unum(b, e, "max_bytes", pool_bucket_limit[k]);
         else
             add(b, e, "max_bytes", cJSON_CreateNull());
-        num(b, e, "live_blocks", (double)a.buckets[k].live_blocks);
-        num(b, e, "live_bytes", (double)a.buckets[k].live_bytes);
-        num(b, e, "free_blocks", (double)a.buckets[k].free_blocks);
-        num(b, e, "free_bytes", (double)a.buckets[k].free_bytes);
+        unum(b, e, "live_blocks", a.buckets[k].live_blocks);
+        unum(b, e, "live_bytes", a.buckets[k].live_bytes);
+        unum(b, e, "free_blocks", a.buckets[k].free_blocks);
+        unum(b, e, "free_bytes", a.buckets[k].free_bytes);
         push(b, bk, e);
     }
     if (a.nheap > 1) qsort(a.heap, a.nheap, sizeof *a.heap, ent_by_addr);
@@ -317,13 +330,13 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
     for (size_t i = 0; fm && i < a.nheap; i++) {
         cJSON *pair = cJSON_CreateArray();
         if (pair) {
-            push(b, pair, cJSON_CreateNumber((double)(a.heap[i].addr - after.base)));
-            push(b, pair, cJSON_CreateNumber((double)a.heap[i].size));
+            push(b, pair, unum_item(a.heap[i].addr - after.base));
+            push(b, pair, unum_item(a.heap[i].size));
         }
         push(b, fm, pair);
     }
-    num(b, dev, "free_map_omitted", (double)a.omitted);
-    num(b, dev, "free_map_omitted_bytes", (double)a.omitted_bytes);
+    unum(b, dev, "free_map_omitted", a.omitted);
+    unum(b, dev, "free_map_omitted_bytes", a.omitted_bytes);
     /* Live map: [offset, size, index of its site in "leaks"] (site omitted when unknown, e.g. a
      * block freed between the walk and the lookup). */
     if (a.nlheap > 1) qsort(a.lheap, a.nlheap, sizeof *a.lheap, ent_by_addr);
@@ -331,8 +344,8 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
     for (size_t i = 0; lm && i < a.nlheap; i++) {
         cJSON *e = cJSON_CreateArray();
         if (e) {
-            push(b, e, cJSON_CreateNumber((double)(a.lheap[i].addr - after.base)));
-            push(b, e, cJSON_CreateNumber((double)a.lheap[i].size));
+            push(b, e, unum_item(a.lheap[i].addr - after.base));
+            push(b, e, unum_item(a.lheap[i].size));
             ledger_record_t r;
             if (keys && ledger_lookup(a.lheap[i].addr, &r) && r.device == device) {
                 site_key_t k = {device, r.stack_id, 0};
@@ -342,8 +355,8 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
         }
         push(b, lm, e);
     }
-    num(b, dev, "live_map_omitted", (double)a.lomitted);
-    num(b, dev, "live_map_omitted_bytes", (double)a.lomitted_bytes);
+    unum(b, dev, "live_map_omitted", a.lomitted);
+    unum(b, dev, "live_map_omitted_bytes", a.lomitted_bytes);
     free(heap);
     free(lheap);
 }
@@ -368,9 +381,9 @@ static void live_figures(jb_t *b, cJSON *dev, const report_input_t *in, int devi
         bytes += in->sites[i].requested_bytes;
         granted += in->sites[i].granted_bytes;
     }
-    num(b, dev, "live_allocations", (double)count);
-    num(b, dev, "live_bytes", (double)bytes);
-    num(b, dev, "live_granted_bytes", (double)granted);
+    unum(b, dev, "live_allocations", count);
+    unum(b, dev, "live_bytes", bytes);
+    unum(b, dev, "live_granted_bytes", granted);
 }
 
 _Static_assert(NPUPOOL_MAX_DEVICES <= 64, "dev_ctx_t.seen has a bit per device");
@@ -409,7 +422,7 @@ static void device_cb(void *ctx, int device, pool_t *pool, const wire_counters_t
     }
     cJSON *cn = add(b, d, "counters", cJSON_CreateObject());
     if (cn && counters) {
-#define COUNTER(field, meaning) num(b, cn, #field, (double)wire_counter_get(counters, field));
+#define COUNTER(field, meaning) unum(b, cn, #field, wire_counter_get(counters, field));
         WIRE_COUNTERS(COUNTER)
 #undef COUNTER
     }
@@ -566,9 +579,9 @@ static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, 
             break;
         }
         num(b, o, "device", s->device);
-        num(b, o, "count", (double)s->count);
-        num(b, o, "bytes", (double)s->requested_bytes);
-        num(b, o, "granted_bytes", (double)s->granted_bytes);
+        unum(b, o, "count", s->count);
+        unum(b, o, "bytes", s->requested_bytes);
+        unum(b, o, "granted_bytes", s->granted_bytes);
         double age = in->now_mono_ns > s->oldest_time_ns
                          ? (double)(in->now_mono_ns - s->oldest_time_ns) * 1e-9
                          : 0.0;
@@ -577,7 +590,7 @@ static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, 
         ref(b, o, "entry_point", vocab_entry_name((enum vocab_entry)s->entry));
         cJSON *orig = add(b, o, "origins", cJSON_CreateObject());
         for (int k = 0; orig && k < VOCAB_ORIGIN_COUNT; k++)
-            num(b, orig, vocab_origin_name((enum vocab_origin)k), (double)s->by_origin[k]);
+            unum(b, orig, vocab_origin_name((enum vocab_origin)k), s->by_origin[k]);
         const report_baseline_entry_t *prev = baseline_find(in, s->device, s->stack_id);
         cJSON *g = add(b, o, "growth", cJSON_CreateObject());
         if (g) {
@@ -598,16 +611,16 @@ static cJSON *build_oom(jb_t *b, const report_input_t *in, symbolizer_t *sym, tb
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
     size_t need = o->granted_bytes > o->requested_bytes ? o->granted_bytes : o->requested_bytes;
-    num(b, j, "requested_bytes", (double)o->requested_bytes);
-    num(b, j, "granted_bytes", (double)need);
+    unum(b, j, "requested_bytes", o->requested_bytes);
+    unum(b, j, "granted_bytes", need);
     num(b, j, "device", o->device);
     str(b, j, "entry_point", vocab_entry_name(o->entry));
-    num(b, j, "free_bytes", (double)o->free_bytes);
-    num(b, j, "largest_free_bytes", (double)o->largest_free_bytes);
+    unum(b, j, "free_bytes", o->free_bytes);
+    unum(b, j, "largest_free_bytes", o->largest_free_bytes);
     str(b, j, "kind", o->kind ? o->kind : "unknown");
     str(b, j, "reason", o->reason ? o->reason : "");
     num(b, j, "stack_id", o->stack_id);
-    num(b, j, "reports_suppressed", (double)in->oom_suppressed);
+    unum(b, j, "reports_suppressed", in->oom_suppressed);
     add(b, j, "frames", build_frames(b, sym, o->stack_id, t));
     return j;
 }
@@ -620,8 +633,8 @@ static cJSON *build_threshold(jb_t *b, const report_threshold_info_t *t)
     str(b, j, "level", t->level >= 2 ? "critical" : "warning");
     num(b, j, "usage_ratio", t->usage_ratio);
     num(b, j, "threshold_ratio", t->threshold_ratio);
-    num(b, j, "allocated_bytes", (double)t->allocated_bytes);
-    num(b, j, "reserved_bytes", (double)t->reserved_bytes);
+    unum(b, j, "allocated_bytes", t->allocated_bytes);
+    unum(b, j, "reserved_bytes", t->reserved_bytes);
     num(b, j, "growth_bytes_per_s", t->growth_bytes_per_s > 0 ? t->growth_bytes_per_s : 0.0);
     if (t->predicted_oom_s >= 0)
         num(b, j, "predicted_oom_s", t->predicted_oom_s);
@@ -636,14 +649,14 @@ static cJSON *build_ledger(jb_t *b, const report_input_t *in)
     ledger_memory(&m);
     cJSON *j = cJSON_CreateObject();
     if (!j) return NULL;
-    num(b, j, "live_allocations", (double)m.live_records);
-    num(b, j, "host_bytes", (double)m.record_bytes);
-    num(b, j, "stacks", (double)m.stacks);
-    num(b, j, "stack_bytes", (double)m.stack_bytes);
-    num(b, j, "stacks_dropped", (double)m.stacks_dropped);
+    unum(b, j, "live_allocations", m.live_records);
+    unum(b, j, "host_bytes", m.record_bytes);
+    unum(b, j, "stacks", m.stacks);
+    unum(b, j, "stack_bytes", m.stack_bytes);
+    unum(b, j, "stacks_dropped", m.stacks_dropped);
     num(b, j, "backtrace_depth", in->backtrace_depth);
-    num(b, j, "reports_written", (double)in->stats->written);
-    num(b, j, "reports_failed", (double)in->stats->failed);
+    unum(b, j, "reports_written", in->stats->written);
+    unum(b, j, "reports_failed", in->stats->failed);
     return j;
 }
 
@@ -657,7 +670,7 @@ REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symboliz
     str(&b, doc, "schema", WIRE_REPORT_SCHEMA);
     str(&b, doc, "trigger", wire_trigger_name(in->trigger));
     num(&b, doc, "trigger_device", in->device);
-    num(&b, doc, "sequence", (double)in->seq);
+    unum(&b, doc, "sequence", in->seq);
     add(&b, doc, "process", build_process(&b, in));
     add(&b, doc, "config", build_config(&b, in));
     add(&b, doc, "ledger", build_ledger(&b, in));
