@@ -1,7 +1,7 @@
 /* pool/pool_stats.c — statistics and the address-order walk of a pool.
  *
- * Owns: pool_bucket_limit[], pool_bucket_of(), pool_get_stats(), pool_walk(), the free-space
- * summary (pl_free_summary) and the per-page run summaries (pl_page_runs).
+ * Owns: pool_bucket_limit[], pool_bucket_of(), pool_get_stats(), pool_walk() and the
+ * free-space summary (pool_free_summary), built on the pages' run summaries (slab.c).
  *
  * What a "free block" is: a maximal run of free bytes in address order, whatever holds them:
  * a FREE large-heap block, free slots of a slab page (free slots count as free memory, cached
@@ -12,9 +12,9 @@
  * (pool_check verifies both against each other).  A live block or slot is reported with its
  * granted size; the rest of its block or slot is overhead.
  *
- * Cost: live-side counters and free bytes are kept incrementally (pool.c, tlsf.h, slab.h).
+ * Cost: live-side counters and free bytes are kept incrementally (pool.c, tlsf.c, slab.h).
  * Without slab pages the free side is O(1) (the heap's counters plus a scan of its top class
- * list for the exact largest block).  With pages, pl_free_summary recomputes the run summary
+ * list for the exact largest block).  With pages, pool_free_summary recomputes the run summary
  * of every page changed since the last call (O(bitmap words + runs) each, `dirty` flag; the
  * pool keeps the sums of the pages' inner runs, updated then), then joins edge runs across
  * page boundaries in one pass over the pages (O(pages), a few loads each): every run
@@ -24,50 +24,19 @@
  * fragmentation = 1 - largest_free / free_bytes (0 when nothing is free); overhead is what the
  * conservation law leaves: reserved - allocated - free.
  * Locking: both public functions take pool->lock; a walk callback must not call into the same
- * pool.  pl_free_summary runs under the lock (it updates the page run caches).
+ * pool.  pool_free_summary runs under the lock (it updates the page run caches).
  */
 #include <string.h>
 
-#include "slab.h"
-#include "tlsf.h"
+#include "pool_internal.h"
 
-const size_t pool_bucket_limit[POOL_NBUCKETS - 1] = PL_BUCKET_LIMITS;
+const size_t pool_bucket_limit[POOL_NBUCKETS - 1] = BUCKET_LIMITS;
 
-int pool_bucket_of(size_t size) { return pl_bucket_of(size); }
+int pool_bucket_of(size_t size) { return bucket_of(size); }
 
-void pl_page_runs(const ppage_t *pg, pruns_t *out)
+static void run_record(pool_freesum_t *o, size_t len)
 {
-    memset(out, 0, sizeof *out);
-    uint32_t n = pg->nslots;
-    for (uint32_t i = pl_next_free(pg, 0); i < n;) {
-        uint32_t j = pl_next_live(pg, i);
-        if (i == 0) out->head = j;
-        if (j == n) out->tail = j - i;
-        if (i > 0 && j < n) {
-            size_t bytes = (size_t)(j - i) * pg->slot;
-            int k = pl_bucket_of(bytes);
-            out->inner++;
-            if (j - i > out->inner_max) out->inner_max = j - i;
-            out->inner_blocks[k]++;
-            out->inner_bytes[k] += bytes;
-        }
-        i = pl_next_free(pg, j);
-    }
-}
-
-void pl_inner_account(pool_t *p, const ppage_t *pg, int sign)
-{
-    const pruns_t *r = &pg->runs;
-    p->inner_runs += (uint64_t)(int64_t)sign * r->inner;
-    for (int k = 0; k < POOL_NBUCKETS; k++) {
-        p->inner_blocks[k] += (uint64_t)(int64_t)sign * r->inner_blocks[k];
-        p->inner_bytes[k] += (uint64_t)(int64_t)sign * r->inner_bytes[k];
-    }
-}
-
-static void run_record(pl_freesum_t *o, size_t len)
-{
-    int k = pl_bucket_of(len);
+    int k = bucket_of(len);
     o->free_blocks++;
     o->bucket_blocks[k]++;
     o->bucket_bytes[k] += len;
@@ -75,9 +44,9 @@ static void run_record(pl_freesum_t *o, size_t len)
 }
 
 /* A FREE large block that is part of a run through a page edge: not a run of its own. */
-static void run_consume(pl_freesum_t *o, const pblock_t *f)
+static void run_consume(pool_freesum_t *o, const desc_t *f)
 {
-    int k = pl_bucket_of(f->size);
+    int k = bucket_of(f->size);
     o->free_blocks--;
     o->bucket_blocks[k]--;
     o->bucket_bytes[k] -= f->size;
@@ -85,17 +54,17 @@ static void run_consume(pl_freesum_t *o, const pblock_t *f)
 
 /* pg's free last slots (len bytes so far, up to pg's end) continue upwards: through a FREE
  * block, into the free first slots of the page above, and on while those pages are all free. */
-static void run_up(pl_freesum_t *o, const ppage_t *pg, size_t len)
+static void run_up(pool_freesum_t *o, const slab_page_t *pg, size_t len)
 {
     for (;;) {
-        const pblock_t *y = pg->blk->phys_next;
-        if (y && y->state == PB_FREE) {
+        const desc_t *y = pg->blk->phys_next;
+        if (y && y->state == DESC_FREE) {
             len += y->size;
             run_consume(o, y);
             y = y->phys_next;
         }
-        if (y && y->state == PB_PAGE && y->page->runs.head) {
-            const ppage_t *q = y->page;
+        if (y && y->state == DESC_PAGE && y->page->runs.head) {
+            const slab_page_t *q = y->page;
             len += (size_t)q->runs.head * q->slot;
             if (q->runs.head == q->nslots) {
                 pg = q;
@@ -107,47 +76,42 @@ static void run_up(pl_freesum_t *o, const ppage_t *pg, size_t len)
     run_record(o, len);
 }
 
-void pl_free_summary(pool_t *p, pl_freesum_t *o)
+void pool_free_summary(pool_t *p, pool_freesum_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->free_bytes = p->large.free_bytes + p->slab_free_bytes;
+    o->free_bytes = p->large.free_bytes + p->slab.free_bytes;
     o->free_blocks = p->large.free_blocks;
-    o->largest = pheap_largest(&p->large);
+    o->largest = tlsf_largest(&p->large);
     for (int k = 0; k < POOL_NBUCKETS; k++) {
         o->bucket_blocks[k] = p->large.bucket_free_blocks[k];
         o->bucket_bytes[k] = p->large.bucket_free_bytes[k];
     }
-    if (!p->pages) return;
-    for (uint32_t id = 1; id < p->id_top; id++) {
-        ppage_t *pg = p->page_by_id[id];
+    if (!p->slab.pages) return;
+    slab_refresh_runs(&p->slab);
+    for (uint32_t id = 1; id < p->slab.id_top; id++) {
+        const slab_page_t *pg = p->slab.page_by_id[id];
         if (!pg) continue;
-        if (pg->dirty) {
-            pl_inner_account(p, pg, -1);
-            pl_page_runs(pg, &pg->runs);
-            pl_inner_account(p, pg, 1);
-            pg->dirty = 0;
-        }
         if ((size_t)pg->runs.inner_max * pg->slot > o->largest)
             o->largest = (size_t)pg->runs.inner_max * pg->slot;
     }
-    o->free_blocks += p->inner_runs;
+    o->free_blocks += p->slab.inner_runs;
     for (int k = 0; k < POOL_NBUCKETS; k++) {
-        o->bucket_blocks[k] += p->inner_blocks[k];
-        o->bucket_bytes[k] += p->inner_bytes[k];
+        o->bucket_blocks[k] += p->slab.inner_blocks[k];
+        o->bucket_bytes[k] += p->slab.inner_bytes[k];
     }
-    for (uint32_t id = 1; id < p->id_top; id++) {
-        const ppage_t *pg = p->page_by_id[id];
+    for (uint32_t id = 1; id < p->slab.id_top; id++) {
+        const slab_page_t *pg = p->slab.page_by_id[id];
         if (!pg) continue;
-        const pruns_t *r = &pg->runs;
+        const slab_runs_t *r = &pg->runs;
         int all_free = r->head == pg->nslots;
         if (r->tail && !all_free) run_up(o, pg, (size_t)r->tail * pg->slot);
         if (!r->head) continue;
-        const pblock_t *x = pg->blk->phys_prev, *f = NULL;
-        if (x && x->state == PB_FREE) {
+        const desc_t *x = pg->blk->phys_prev, *f = NULL;
+        if (x && x->state == DESC_FREE) {
             f = x;
             x = x->phys_prev;
         }
-        if (x && x->state == PB_PAGE && x->page->runs.tail)
+        if (x && x->state == DESC_PAGE && x->page->runs.tail)
             continue; /* the run starts in the page below and is followed up from there */
         size_t len = (size_t)r->head * pg->slot;
         if (f) {
@@ -166,8 +130,8 @@ void pool_get_stats(pool_t *p, pool_stats_t *out)
     memset(out, 0, sizeof *out);
     if (!p) return;
     pthread_mutex_lock(&p->lock);
-    pl_freesum_t fs;
-    pl_free_summary(p, &fs);
+    pool_freesum_t fs;
+    pool_free_summary(p, &fs);
     out->base = p->base;
     out->reserved_bytes = p->size;
     out->allocated_bytes = p->allocated_bytes;
@@ -221,17 +185,17 @@ static int walk_live(walker_t *w, uintptr_t addr, size_t granted)
     return r ? r : w->cb(w->ctx, addr, granted, 0);
 }
 
-static int walk_page(walker_t *w, const ppage_t *pg)
+static int walk_page(walker_t *w, const slab_page_t *pg)
 {
     uint32_t n = pg->nslots;
     for (uint32_t i = 0; i < n;) {
         uintptr_t a = pg->addr + (uintptr_t)i * pg->slot;
         if (pg->bits[i >> 6] >> (i & 63) & 1) {
-            uint32_t j = pl_next_live(pg, i);
+            uint32_t j = slab_next_live(pg, i);
             walk_free(w, a, (size_t)(j - i) * pg->slot);
             i = j;
         } else {
-            int r = walk_live(w, a, pl_slot_granted(pl_slots(pg)[i]));
+            int r = walk_live(w, a, slab_slot_granted(slab_slots(pg)[i]));
             if (r) return r;
             i++;
         }
@@ -239,17 +203,17 @@ static int walk_page(walker_t *w, const ppage_t *pg)
     return 0;
 }
 
-int pl_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit)
+int pool_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit)
 {
     walker_t w = {.cb = cb, .ctx = ctx};
     int r = 0;
     uint64_t n = 0;
-    for (const pblock_t *b = p->large_first; b && !r && n++ < limit; b = b->phys_next) {
-        if (b->state == PB_FREE)
+    for (const desc_t *b = p->large_first; b && !r && n++ < limit; b = b->phys_next) {
+        if (b->state == DESC_FREE)
             walk_free(&w, b->addr, b->size);
-        else if (b->state == PB_LIVE)
+        else if (b->state == DESC_LIVE)
             r = walk_live(&w, b->addr, b->granted);
-        else if (b->state == PB_PAGE && b->page)
+        else if (b->state == DESC_PAGE && b->page)
             r = walk_page(&w, b->page);
     }
     if (!r) r = walk_flush(&w);
@@ -260,7 +224,7 @@ int pool_walk(pool_t *p, pool_walk_fn cb, void *ctx)
 {
     if (!p || !cb) return 0;
     pthread_mutex_lock(&p->lock);
-    int r = pl_walk_locked(p, cb, ctx, UINT64_MAX);
+    int r = pool_walk_locked(p, cb, ctx, UINT64_MAX);
     pthread_mutex_unlock(&p->lock);
     return r;
 }

@@ -15,8 +15,7 @@
 #include <cmocka.h>
 
 #include "pool.h"
-#include "slab.h" /* white box: class geometry, page of an address */
-#include "tlsf.h" /* pheap_mapping: the tests check the large heap's classes */
+#include "pool_internal.h" /* white box: class geometry, pages, the large heap's classes */
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -412,7 +411,7 @@ static void test_small_segregation(void **state)
     for (int round = 0; round < 40; round++) {
         size_t g = rng_range(&seed, 2 * MiB, 12 * MiB);
         large[nl++] = must_alloc(p, g);
-        large_bytes += pl_align_up(g);
+        large_bytes += desc_align(g);
         for (int k = 0; k < 30; k++) small[ns++] = must_alloc(p, rng_range(&seed, 1, 256 * KiB));
     }
     /* Large blocks are packed at the bottom of the range, with no page in between. */
@@ -420,11 +419,11 @@ static void test_small_segregation(void **state)
         size_t g;
         assert_int_equal(pool_block_size(p, large[i], &g, NULL), POOL_OK);
         assert_true(large[i] + g <= base + large_bytes);
-        assert_null(pl_page_of(p, large[i]));
+        assert_null(slab_page_of(&p->slab, large[i]));
     }
     for (size_t i = 0; i < ns; i++) {
         assert_true(small[i] >= base + large_bytes);
-        assert_non_null(pl_page_of(p, small[i]));
+        assert_non_null(slab_page_of(&p->slab, small[i]));
     }
     pool_stats_t st;
     pool_get_stats(p, &st);
@@ -432,7 +431,7 @@ static void test_small_segregation(void **state)
                 ns);
     shuffle(small, ns, &seed);
     for (size_t i = 0; i < ns; i++) must_free(p, small[i]);
-    assert_true(p->cached_pages > 0); /* empty pages kept by their classes */
+    assert_true(p->slab.cached_pages > 0); /* empty pages kept by their classes */
     walk_sum_t w = walk_sum(p);
     pool_get_stats(p, &st);
     assert_int_equal(w.free_blocks, 1);
@@ -440,7 +439,7 @@ static void test_small_segregation(void **state)
     assert_int_equal(st.free_bytes, size - large_bytes);
     assert_int_equal(st.largest_free_bytes, size - large_bytes);
     uintptr_t a = must_alloc(p, size - large_bytes);
-    assert_int_equal(p->cached_pages, 0);
+    assert_int_equal(p->slab.cached_pages, 0);
     must_free(p, a);
     for (size_t i = 0; i < nl; i++) must_free(p, large[i]);
     assert_one_free_block(p, size);
@@ -458,12 +457,13 @@ static void test_cached_page_and_tiny_pool(void **state)
     uintptr_t keep = must_alloc(p, 2 * MiB);
     uintptr_t s1 = must_alloc(p, 256 * KiB);
     uintptr_t s0 = must_alloc(p, 250 * KiB); /* same class */
-    ppage_t *pg = pl_page_of(p, s1);
+    slab_page_t *pg = slab_page_of(&p->slab, s1);
     assert_non_null(pg);
     assert_int_equal(pg->slot, 256 * KiB);
     assert_int_equal(pg->nslots, 1); /* a class with no live slot gets a minimum page */
     assert_int_equal(pg->addr + pg->span, 0x500000000ull + 64 * MiB); /* carved from the top */
-    assert_int_equal(pl_page_of(p, s0)->addr + 256 * KiB, pg->addr);  /* the next one below */
+    assert_int_equal(slab_page_of(&p->slab, s0)->addr + 256 * KiB,
+                     pg->addr); /* the next one below */
     pool_stats_t st;
     pool_get_stats(p, &st);
     /* keep | free | s0 | s1 */
@@ -471,26 +471,26 @@ static void test_cached_page_and_tiny_pool(void **state)
     assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
     assert_int_equal(st.overhead_bytes, 6 * KiB);
     must_free(p, s1); /* page empties: cached, one free run up to the top */
-    assert_int_equal(p->cached_pages, 1);
-    assert_int_equal(p->pages, 2);
+    assert_int_equal(p->slab.cached_pages, 1);
+    assert_int_equal(p->slab.pages, 2);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 2);
     assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
     must_free(p, s0); /* the class's second empty page: cached too */
-    assert_int_equal(p->cached_pages, 2);
-    assert_int_equal(p->cls[pl_class_of(256 * KiB)].ncached, 2);
-    assert_int_equal(p->pages, 2);
+    assert_int_equal(p->slab.cached_pages, 2);
+    assert_int_equal(p->slab.cls[slab_class_of(256 * KiB)].ncached, 2);
+    assert_int_equal(p->slab.pages, 2);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.largest_free_bytes, 62 * MiB);
     uintptr_t s2 = must_alloc(p, 240 * KiB + 64); /* a cached page is used again */
     assert_true(s2 == s0 || s2 == s1);
-    assert_int_equal(p->cached_pages, 1);
-    assert_int_equal(p->pages, 2);
+    assert_int_equal(p->slab.cached_pages, 1);
+    assert_int_equal(p->slab.pages, 2);
     must_free(p, s2);
     /* A large request larger than the large heap's free block takes the cached page back. */
     uintptr_t big = must_alloc(p, 62 * MiB);
-    assert_int_equal(p->pages, 0);
+    assert_int_equal(p->slab.pages, 0);
     must_free(p, big);
     must_free(p, keep);
     assert_one_free_block(p, 64 * MiB);
@@ -500,7 +500,7 @@ static void test_cached_page_and_tiny_pool(void **state)
     uintptr_t t[3];
     for (int i = 0; i < 3; i++) {
         t[i] = must_alloc(p, 100);
-        assert_null(pl_page_of(p, t[i]));
+        assert_null(slab_page_of(&p->slab, t[i]));
     }
     assert_int_equal(t[1], t[0] + 128); /* packed by the large heap, 64-byte granular */
     for (int i = 0; i < 3; i++) must_free(p, t[i]);
@@ -509,10 +509,10 @@ static void test_cached_page_and_tiny_pool(void **state)
 
     p = pool_create(0x600000000ull, 3 * MiB + 192 * KiB);
     uintptr_t a = must_alloc(p, 100); /* a 256 KiB page */
-    assert_non_null(pl_page_of(p, a));
+    assert_non_null(slab_page_of(&p->slab, a));
     uintptr_t b = must_alloc(p, 2 * MiB);
     uintptr_t c = must_alloc(p, 900 * KiB); /* above the slab limit: the large heap */
-    assert_null(pl_page_of(p, c));
+    assert_null(slab_page_of(&p->slab, c));
     uintptr_t d;
     assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d), POOL_ENOMEM); /* 60 KiB are left */
     check_pool(p);
@@ -527,8 +527,8 @@ static void test_cached_page_and_tiny_pool(void **state)
     p = pool_create(0x600000000ull, 2 * MiB + 230 * KiB);
     b = must_alloc(p, 2 * MiB);
     c = must_alloc(p, 200 * KiB);
-    assert_null(pl_page_of(p, c));
-    assert_int_equal(p->pages, 0);
+    assert_null(slab_page_of(&p->slab, c));
+    assert_int_equal(p->slab.pages, 0);
     size_t g = 0;
     assert_int_equal(pool_block_size(p, c, &g, NULL), POOL_OK);
     assert_int_equal(g, 200 * KiB);
@@ -623,9 +623,9 @@ static void test_exact_class_probe(void **state)
     pool_t *p = pool_create(0xa00000000ull, size);
     const size_t A = 2 * MiB + 8 * KiB, B = 2 * MiB + 32 * KiB, R = 2 * MiB + 16 * KiB;
     unsigned fa, sa, fb, sb, fr, sr;
-    pheap_mapping(A, &fa, &sa);
-    pheap_mapping(B, &fb, &sb);
-    pheap_mapping(R, &fr, &sr);
+    tlsf_mapping(A, &fa, &sa);
+    tlsf_mapping(B, &fb, &sb);
+    tlsf_mapping(R, &fr, &sr);
     assert_true(fa == fb && fb == fr && sa == sb && sb == sr); /* one class */
     uintptr_t a = must_alloc(p, A), s1 = must_alloc(p, 3 * MiB / 2);
     uintptr_t b = must_alloc(p, B), s2 = must_alloc(p, 3 * MiB / 2);
@@ -677,33 +677,33 @@ static void test_many_blocks(void **state)
 
 /* ---- size-class slabs ------------------------------------------------------------------ */
 
-/* Class table: 64-byte steps to 1 KiB, then 8 per power of two to PL_SLAB_MAX (waste < 12.5 %);
+/* Class table: 64-byte steps to 1 KiB, then 8 per power of two to SLAB_MAX (waste < 12.5 %);
  * class_of agrees with the table at every boundary; page geometry within its bounds; the
  * reciprocal gives the exact slot index for every 64-byte offset inside a largest page. */
 static void test_class_geometry(void **state)
 {
     (void)state;
-    pl_classes_init();
-    assert_int_equal(pl_class_geom[0].slot, 64);
-    assert_int_equal(pl_class_geom[15].slot, KiB);
-    assert_int_equal(pl_class_geom[PL_NCLASSES - 1].slot, PL_SLAB_MAX);
-    for (unsigned c = 0; c < PL_NCLASSES; c++) {
-        const pclass_geom_t *g = &pl_class_geom[c];
-        size_t lo = c == 0 ? 64 : pl_class_geom[c - 1].slot + 64; /* smallest need of c */
+    slab_geom_init();
+    assert_int_equal(slab_geom[0].slot, 64);
+    assert_int_equal(slab_geom[15].slot, KiB);
+    assert_int_equal(slab_geom[SLAB_NCLASSES - 1].slot, SLAB_MAX);
+    for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
+        const slab_geom_t *g = &slab_geom[c];
+        size_t lo = c == 0 ? 64 : slab_geom[c - 1].slot + 64; /* smallest need of c */
         assert_int_equal(g->slot % 64, 0);
         assert_true(g->slot >= lo);
-        assert_int_equal(pl_class_of(g->slot), c);
-        assert_int_equal(pl_class_of(lo), c);
+        assert_int_equal(slab_class_of(g->slot), c);
+        assert_int_equal(slab_class_of(lo), c);
         if (c >= 16)
             assert_true((double)g->slot < 1.125 * (double)lo + 1e-9);
         else
             assert_int_equal(g->slot, lo);
         assert_true(g->min_slots >= 1 && g->min_slots <= g->max_slots);
-        assert_true(g->max_slots <= PL_PAGE_MAX_SLOTS);
-        assert_true((size_t)g->min_slots * g->slot >= PL_PAGE_MIN);
-        assert_true((size_t)g->max_slots * g->slot <= PL_PAGE_MAX);
-        if ((size_t)g->slot * PL_PAGE_SLOTS <= PL_PAGE_MAX)
-            assert_true(g->max_slots >= PL_PAGE_SLOTS);
+        assert_true(g->max_slots <= SLAB_PAGE_MAX_SLOTS);
+        assert_true((size_t)g->min_slots * g->slot >= SLAB_PAGE_MIN);
+        assert_true((size_t)g->max_slots * g->slot <= SLAB_PAGE_MAX);
+        if ((size_t)g->slot * SLAB_PAGE_SLOTS <= SLAB_PAGE_MAX)
+            assert_true(g->max_slots >= SLAB_PAGE_SLOTS);
         uint32_t units = g->slot / 64, end = g->max_slots * units;
         for (uint32_t u = 0; u < end; u++)
             if ((uint32_t)(((uint64_t)u * g->inv) >> 31) != u / units)
@@ -717,14 +717,14 @@ static void test_slab_class_boundaries(void **state)
 {
     (void)state;
     pool_t *p = pool_create(0xb00000000ull, 256 * MiB);
-    for (unsigned c = 0; c < PL_NCLASSES; c++) {
-        size_t slot = pl_class_geom[c].slot;
-        size_t sizes[2] = {c == 0 ? 1 : pl_class_geom[c - 1].slot + 1, slot};
+    for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
+        size_t slot = slab_geom[c].slot;
+        size_t sizes[2] = {c == 0 ? 1 : slab_geom[c - 1].slot + 1, slot};
         uintptr_t a[2];
         for (int i = 0; i < 2; i++) {
             assert_int_equal(pool_alloc(p, sizes[i] / 2, sizes[i], &a[i]), POOL_OK);
             check_pool(p);
-            ppage_t *pg = pl_page_of(p, a[i]);
+            slab_page_t *pg = slab_page_of(&p->slab, a[i]);
             assert_non_null(pg);
             assert_int_equal(pg->cls, c);
             assert_int_equal(pg->slot, slot);
@@ -746,25 +746,25 @@ static void test_slab_class_boundaries(void **state)
             assert_int_equal(r, sizes[i] / 2);
             check_pool(p);
         }
-        assert_int_equal(p->pages, 0); /* nothing live: every page given back */
+        assert_int_equal(p->slab.pages, 0); /* nothing live: every page given back */
     }
     /* One past the last class: the large heap. */
-    uintptr_t a = must_alloc(p, PL_SLAB_MAX + 1);
-    assert_null(pl_page_of(p, a));
+    uintptr_t a = must_alloc(p, SLAB_MAX + 1);
+    assert_null(slab_page_of(&p->slab, a));
     must_free(p, a);
     assert_one_free_block(p, 256 * MiB);
     pool_destroy(p);
 }
 
-static size_t partial_len(const pclass_t *c)
+static size_t partial_len(const slab_class_t *c)
 {
     size_t n = 0;
-    for (const ppage_t *pg = c->partial; pg; pg = pg->next) n++;
+    for (const slab_page_t *pg = c->partial; pg; pg = pg->next) n++;
     return n;
 }
 
 /* Pages grow with their class, fill up, leave and rejoin the partial list, are cached when
- * they empty (at most PL_CACHE_PAGES per class: beyond that the lowest one goes), reused
+ * they empty (at most SLAB_CACHE_PAGES per class: beyond that the lowest one goes), reused
  * before new pages are carved, and given back. */
 static void test_slab_page_recycling(void **state)
 {
@@ -772,82 +772,82 @@ static void test_slab_page_recycling(void **state)
     enum { N = 600 };
     pool_t *p = pool_create(0xc00000000ull, 256 * MiB);
     uintptr_t keep = must_alloc(p, 8 * MiB); /* keeps the pool non-empty */
-    unsigned c = pl_class_of(16 * KiB);
-    const pclass_geom_t *g = &pl_class_geom[c];
-    assert_int_equal(g->min_slots, PL_PAGE_MIN / (16 * KiB));
+    unsigned c = slab_class_of(16 * KiB);
+    const slab_geom_t *g = &slab_geom[c];
+    assert_int_equal(g->min_slots, SLAB_PAGE_MIN / (16 * KiB));
     assert_true(g->max_slots > g->min_slots);
     uintptr_t a[N];
     for (int i = 0; i < N; i++) {
         a[i] = must_alloc(p, 16 * KiB);
-        assert_true(partial_len(&p->cls[c]) <= 1);
+        assert_true(partial_len(&p->slab.cls[c]) <= 1);
     }
-    assert_int_equal(p->cls[c].live, N);
-    assert_int_equal(pl_page_of(p, a[0])->nslots, g->min_slots); /* the first page */
-    assert_true(pl_page_of(p, a[N - 1])->nslots > g->min_slots); /* grown with the class */
+    assert_int_equal(p->slab.cls[c].live, N);
+    assert_int_equal(slab_page_of(&p->slab, a[0])->nslots, g->min_slots); /* the first page */
+    assert_true(slab_page_of(&p->slab, a[N - 1])->nslots > g->min_slots); /* grown with the class */
     /* Empty pages one after another, from the top (the oldest) down: the first
-     * PL_CACHE_PAGES are cached, then each new empty page is the lowest and goes. */
-    ppage_t *order[N];
+     * SLAB_CACHE_PAGES are cached, then each new empty page is the lowest and goes. */
+    slab_page_t *order[N];
     size_t npages = 0;
     for (int i = 0; i < N; i++) {
-        ppage_t *pg = pl_page_of(p, a[i]);
+        slab_page_t *pg = slab_page_of(&p->slab, a[i]);
         if (npages == 0 || order[npages - 1] != pg) order[npages++] = pg;
     }
-    assert_true(npages > PL_CACHE_PAGES + 2);
-    uintptr_t cached_addr[PL_CACHE_PAGES];
-    for (size_t k = 0; k < PL_CACHE_PAGES + 2; k++) {
-        ppage_t *pg = order[k];
+    assert_true(npages > SLAB_CACHE_PAGES + 2);
+    uintptr_t cached_addr[SLAB_CACHE_PAGES];
+    for (size_t k = 0; k < SLAB_CACHE_PAGES + 2; k++) {
+        slab_page_t *pg = order[k];
         uintptr_t addr = pg->addr;
-        uint64_t pages = p->pages;
+        uint64_t pages = p->slab.pages;
         for (int i = 0; i < N; i++)
-            if (a[i] && pl_page_of(p, a[i]) == pg) {
+            if (a[i] && slab_page_of(&p->slab, a[i]) == pg) {
                 must_free(p, a[i]);
                 a[i] = 0;
             }
-        if (k < PL_CACHE_PAGES) {
-            assert_int_equal(p->pages, pages);
-            assert_int_equal(p->cls[c].ncached, k + 1);
+        if (k < SLAB_CACHE_PAGES) {
+            assert_int_equal(p->slab.pages, pages);
+            assert_int_equal(p->slab.cls[c].ncached, k + 1);
             cached_addr[k] = addr;
             assert_true(k == 0 || addr < cached_addr[k - 1]);
         } else {
-            assert_int_equal(p->pages, pages - 1); /* the lowest (this one) is given back */
-            assert_int_equal(p->cls[c].ncached, PL_CACHE_PAGES);
-            assert_null(pl_page_of(p, addr));
+            assert_int_equal(p->slab.pages, pages - 1); /* the lowest (this one) is given back */
+            assert_int_equal(p->slab.cls[c].ncached, SLAB_CACHE_PAGES);
+            assert_null(slab_page_of(&p->slab, addr));
         }
     }
-    assert_int_equal(p->cached_pages, PL_CACHE_PAGES);
+    assert_int_equal(p->slab.cached_pages, SLAB_CACHE_PAGES);
     /* Partly used pages are on the partial list and are filled before any cached one. */
     for (int i = 0; i < N; i += 7)
         if (a[i]) {
             must_free(p, a[i]);
             a[i] = 0;
         }
-    assert_true(partial_len(&p->cls[c]) > 1);
+    assert_true(partial_len(&p->slab.cls[c]) > 1);
     for (int i = 0; i < N; i++)
-        if (!a[i] && p->cls[c].partial) {
+        if (!a[i] && p->slab.cls[c].partial) {
             a[i] = must_alloc(p, 16 * KiB - 100);
-            for (size_t k = 0; k < PL_CACHE_PAGES; k++)
-                assert_true(pl_page_of(p, a[i])->addr != cached_addr[k]);
+            for (size_t k = 0; k < SLAB_CACHE_PAGES; k++)
+                assert_true(slab_page_of(&p->slab, a[i])->addr != cached_addr[k]);
         }
-    assert_int_equal(partial_len(&p->cls[c]), 0);
-    assert_int_equal(p->cached_pages, PL_CACHE_PAGES);
+    assert_int_equal(partial_len(&p->slab.cls[c]), 0);
+    assert_int_equal(p->slab.cached_pages, SLAB_CACHE_PAGES);
     /* Then the cached pages, before any new page is carved. */
-    uint64_t pages = p->pages;
+    uint64_t pages = p->slab.pages;
     size_t reused = 0;
     for (int i = 0; i < N; i++)
         if (!a[i]) {
             a[i] = must_alloc(p, 16 * KiB);
-            for (size_t k = 0; k < PL_CACHE_PAGES; k++)
-                reused += pl_page_of(p, a[i])->addr == cached_addr[k];
+            for (size_t k = 0; k < SLAB_CACHE_PAGES; k++)
+                reused += slab_page_of(&p->slab, a[i])->addr == cached_addr[k];
         }
-    assert_int_equal(p->cached_pages, 0);
-    assert_true(reused >= PL_CACHE_PAGES);
-    assert_int_equal(p->pages, pages + 1); /* one more page for the two pages given back */
+    assert_int_equal(p->slab.cached_pages, 0);
+    assert_true(reused >= SLAB_CACHE_PAGES);
+    assert_int_equal(p->slab.pages, pages + 1); /* one more page for the two pages given back */
     for (int i = N; i-- > 0;) must_free(p, a[i]);
-    assert_true(p->cached_pages <= PL_CACHE_PAGES);
-    assert_int_equal(p->cls[c].live, 0);
+    assert_true(p->slab.cached_pages <= SLAB_CACHE_PAGES);
+    assert_int_equal(p->slab.cls[c].live, 0);
     must_free(p, keep);
-    assert_int_equal(p->pages, 0);
-    assert_int_equal(p->cached_pages, 0);
+    assert_int_equal(p->slab.pages, 0);
+    assert_int_equal(p->slab.cached_pages, 0);
     assert_one_free_block(p, 256 * MiB);
     pool_destroy(p);
 }
@@ -861,13 +861,13 @@ static void test_slab_misuse(void **state)
     pool_t *p = pool_create(base, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
     uintptr_t a = must_alloc(p, 3000), b = must_alloc(p, 3000), c = must_alloc(p, 3000);
-    ppage_t *pg = pl_page_of(p, a);
+    slab_page_t *pg = slab_page_of(&p->slab, a);
     assert_int_equal(pg->slot, 3 * KiB);
     assert_int_equal(b, a + 3 * KiB);
     assert_int_equal(c, b + 3 * KiB);
     uintptr_t x = must_alloc(p, 100 * KiB); /* its own class and page */
     must_free(p, x);                        /* ... now cached */
-    assert_int_equal(p->cached_pages, 1);
+    assert_int_equal(p->slab.cached_pages, 1);
     must_free(p, b);
     pool_stats_t before, after;
     pool_get_stats(p, &before);
@@ -899,9 +899,9 @@ static void test_slab_misuse(void **state)
     must_free(p, c);
     assert_int_equal(pool_free(p, c, NULL, NULL), POOL_ENOTLIVE);
     must_free(p, a); /* the page empties: cached (the 100 KiB class holds the other) */
-    assert_int_equal(p->cached_pages, 2);
+    assert_int_equal(p->slab.cached_pages, 2);
     must_free(p, keep); /* nothing live: both pages go */
-    assert_int_equal(p->pages, 0);
+    assert_int_equal(p->slab.pages, 0);
     assert_int_equal(pool_free(p, a, NULL, NULL), POOL_ENOTLIVE); /* now a free large block */
     assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);
@@ -914,7 +914,7 @@ static void test_slab_larger_class_fallback(void **state)
     (void)state;
     pool_t *p = pool_create(0xe00000000ull, 4 * MiB);
     uintptr_t a = must_alloc(p, 1000);
-    ppage_t *pg = pl_page_of(p, a);
+    slab_page_t *pg = slab_page_of(&p->slab, a);
     assert_int_equal(pg->slot, KiB);
     const size_t n = pg->nslots - 1, span = pg->span;
     uintptr_t big = must_alloc(p, 4 * MiB - span); /* the whole large heap */
@@ -924,7 +924,7 @@ static void test_slab_larger_class_fallback(void **state)
         size_t want = 100 + i % 900;
         s[i] = must_alloc(p, want);
         granted += want;
-        assert_ptr_equal(pl_page_of(p, s[i]), pg);
+        assert_ptr_equal(slab_page_of(&p->slab, s[i]), pg);
         size_t g;
         assert_int_equal(pool_block_size(p, s[i], &g, NULL), POOL_OK);
         assert_int_equal(g, want);
@@ -968,8 +968,8 @@ static void test_free_runs_across_pages(void **state)
     assert_int_equal(w.free_blocks, 2);
     assert_int_equal(w.largest, 64 * MiB - 2 * MiB - 3 * 256 * KiB);
     must_free(p, p3); /* cached too: p3, p2 and the free space below are one run */
-    assert_int_equal(p->pages, 3);
-    assert_int_equal(p->cached_pages, 2);
+    assert_int_equal(p->slab.pages, 3);
+    assert_int_equal(p->slab.cached_pages, 2);
     w = walk_sum(p);
     pool_stats_t st;
     pool_get_stats(p, &st);

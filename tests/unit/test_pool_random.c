@@ -75,9 +75,9 @@ static size_t model_lower(const model_t *m, uintptr_t addr)
 static void model_add(model_t *m, live_t e)
 {
     size_t i = model_lower(m, e.addr);
-    size_t end = e.addr + pl_align_up(e.granted);
+    size_t end = e.addr + desc_align(e.granted);
     if (i < m->n) assert_true(end <= m->v[i].addr); /* no overlap with the block above */
-    if (i > 0) assert_true(m->v[i - 1].addr + pl_align_up(m->v[i - 1].granted) <= e.addr);
+    if (i > 0) assert_true(m->v[i - 1].addr + desc_align(m->v[i - 1].granted) <= e.addr);
     if (m->n == m->cap) {
         m->cap = m->cap ? 2 * m->cap : 256;
         m->v = realloc(m->v, m->cap * sizeof *m->v);
@@ -106,11 +106,11 @@ static live_t model_take(model_t *m, size_t i)
 static size_t usable_free(pool_t *p, size_t need)
 {
     size_t best = 0, run = 0;
-    for (const pblock_t *b = p->large_first; b; b = b->phys_next) {
-        int free_now = b->state == PB_FREE || (b->state == PB_PAGE && b->page->live == 0);
+    for (const desc_t *b = p->large_first; b; b = b->phys_next) {
+        int free_now = b->state == DESC_FREE || (b->state == DESC_PAGE && b->page->live == 0);
         run = free_now ? run + b->size : 0;
         if (run > best) best = run;
-        if (b->state == PB_PAGE && need <= PL_SLAB_MAX && b->page->live < b->page->nslots &&
+        if (b->state == DESC_PAGE && need <= SLAB_MAX && b->page->live < b->page->nslots &&
             b->page->slot > best)
             best = b->page->slot;
     }
@@ -123,10 +123,8 @@ static size_t pick_size(uint64_t *s, size_t usable)
     unsigned r = (unsigned)(rng_next(s) % 100);
     if (r < 6) return edge[rng_next(s) % (sizeof edge / sizeof edge[0])];
     if (r < 12) { /* a slab class's first or last size */
-        unsigned c = (unsigned)(rng_next(s) % PL_NCLASSES);
-        size_t v = rng_next(s) & 1 ? pl_class_geom[c].slot
-                   : c == 0        ? 1
-                                   : pl_class_geom[c - 1].slot + 1;
+        unsigned c = (unsigned)(rng_next(s) % SLAB_NCLASSES);
+        size_t v = rng_next(s) & 1 ? slab_geom[c].slot : c == 0 ? 1 : slab_geom[c - 1].slot + 1;
         return v > usable ? usable : v;
     }
     if (r == 6) return usable;
@@ -186,7 +184,7 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
                 ok_allocs++;
             } else {
                 assert_int_equal(rc, POOL_ENOMEM);
-                size_t need = pl_align_up(g), have = usable_free(p, need);
+                size_t need = desc_align(g), have = usable_free(p, need);
                 if (have >= need)
                     print_error("seed %llu step %ld: ENOMEM for %zu bytes with a %zu-byte "
                                 "free block\n",
