@@ -31,8 +31,8 @@
  *   line, one bitmap word and one slot record); a page carve/release adds the O(1) large-heap
  *   work and <= 17 granule-table stores; giving back the cache is <= SLAB_NCLASSES *
  *   SLAB_CACHE_PAGES page releases.  Large alloc = at most 2 tlsf_find (each two
- *   find-first-set + at most TLSF_PROBE list steps) + 1 split + one hash insert; large free =
- *   one hash delete + 1 coalesce.
+ *   find-first-set, plus a walk of the request's own class list when no larger class holds a
+ *   block: tlsf.c) + 1 split + one hash insert; large free = one hash delete + 1 coalesce.
  * Invariants: see pool_internal.h (tiling), slab.h (pages) and pool_check.c.
  * Statistics: pool_walk() reports a live block or slot with its granted size (what the caller
  * owns), free memory as maximal runs (pool_stats.c); slot - granted (or block size - granted)

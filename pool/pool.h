@@ -12,8 +12,11 @@
  *   - pool_alloc(granted) returns a block of at least `granted` bytes that overlaps no other
  *     live block.  `granted` is what the caller's contract says belongs to the block (for ACL:
  *     ALIGN_UP(size,32)+32); `requested` is what the application asked for (statistics only).
- *   - Time: alloc and free are O(1) (TLSF-style two-level bitmaps, bounded list probes) plus one
- *     expected-O(1) hash lookup; they do not depend on the number of live blocks.
+ *   - Time: alloc and free are O(1) (TLSF-style two-level bitmaps, size-class slabs) plus one
+ *     expected-O(1) hash lookup; they do not depend on the number of live blocks.  The one
+ *     exception: a large request whose size class is the highest that holds free blocks
+ *     searches that class's list (blocks within 1/32 of each other) to its end, so that a
+ *     request is refused only when no free block could hold it.
  *   - Freed neighbours are coalesced at once.
  *   - Conservation, checked by pool_check():
  *       allocated_bytes (sum of granted) + free_bytes + overhead_bytes == reserved_bytes

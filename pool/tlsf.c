@@ -12,12 +12,14 @@
  *   1. the head of size's own class, if it is large enough (reuses an exact-size hole);
  *   2. good fit: round size up to the next class boundary so that every block of the class
  *      found fits, then the first non-empty class at or above it via two find-first-set;
- *   3. on a miss, probe at most TLSF_PROBE blocks of size's own class (this is what lets a
- *      request for exactly the whole free range succeed).
- * Every step is O(1) and independent of the number of blocks.  A miss is therefore possible
- * only when no block >= size exists, or when every block that fits sits in size's own class
- * beyond the first TLSF_PROBE entries (a class spans 1/32 of a power of two, so such a block
- * is at most ~3% larger than the request).
+ *   3. on a miss, the rest of size's own class list, to its end.
+ * Steps 1 and 2 are O(1).  Step 3 runs only when no class above size's own one holds a block,
+ * i.e. for a request within 1/32 of the largest free blocks; it makes the search exact (NULL
+ * only when no listed block is large enough), which is what lets a request for exactly the
+ * whole free range succeed and what the refusal classifier (pool_stats.c) relies on: a
+ * request is refused iff no free run is large enough.  (It used to stop after 8 entries,
+ * which could refuse a request while a block up to ~3 % larger sat further down the list.)
+ * Its length is the number of free blocks in that one class, all within 1/32 of each other.
  * Split returns the remainder (>= 64 bytes by granularity) to the lists; coalesce merges a
  * freed block with its FREE physical neighbours at once, so no two FREE blocks are ever
  * physical neighbours.  Both are O(1).

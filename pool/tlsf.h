@@ -24,7 +24,6 @@
 #define TLSF_SL_LOG2 5u
 #define TLSF_SL_COUNT (1u << TLSF_SL_LOG2) /* 32 second-level classes per power of two */
 #define TLSF_FL_COUNT 56u                  /* covers every 64-byte-granular size_t */
-#define TLSF_PROBE 8u                      /* own-class list entries probed on a miss */
 
 typedef struct tlsf {
     uint64_t fl_bitmap;                         /* bit f: sl_bitmap[f] != 0 */
@@ -141,8 +140,8 @@ static inline desc_t *tlsf_find_suitable(const tlsf_t *h, unsigned fl, unsigned 
     return h->head[fl][(unsigned)__builtin_ctz(slm)];
 }
 
-/* A listed block of >= size bytes (size a multiple of 64, > 0) or NULL (see tlsf.c for when
- * a block that large can be missed).  Changes nothing. */
+/* A listed block of >= size bytes (size a multiple of 64, > 0); NULL only when no listed
+ * block is that large (exact: see tlsf.c).  Changes nothing. */
 static inline desc_t *tlsf_find(const tlsf_t *h, size_t size)
 {
     debug_assert_internal(size > 0 && size % POOL_ALIGN == 0);
@@ -162,11 +161,9 @@ static inline desc_t *tlsf_find(const tlsf_t *h, size_t size)
             return b;
         }
     }
-    if (own) { /* step 3 */
-        unsigned probes = 1;
-        for (desc_t *b = own->free_next; b && probes < TLSF_PROBE; b = b->free_next, probes++)
+    if (own) /* step 3 */
+        for (desc_t *b = own->free_next; b; b = b->free_next)
             if (b->size >= size) return b;
-    }
     return NULL;
 }
 

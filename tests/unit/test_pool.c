@@ -647,6 +647,37 @@ static void test_exact_class_probe(void **state)
     pool_destroy(p);
 }
 
+/* The search is exact: a request whose only fitting block sits at the tail of its own class's
+ * list, behind more blocks than any bounded probe would look at, is served. */
+static void test_exact_class_search(void **state)
+{
+    (void)state;
+    enum { NSMALL = 12 };
+    pool_t *p = pool_create(0xa80000000ull, 64 * MiB);
+    const size_t A = 2 * MiB + 8 * KiB, B = 2 * MiB + 32 * KiB, R = 2 * MiB + 16 * KiB;
+    uintptr_t b = must_alloc(p, B), sep[NSMALL + 1], a[NSMALL];
+    sep[0] = must_alloc(p, 3 * MiB / 2);
+    for (int i = 0; i < NSMALL; i++) {
+        a[i] = must_alloc(p, A);
+        sep[i + 1] = must_alloc(p, 3 * MiB / 2);
+    }
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    uintptr_t rest = must_alloc(p, st.free_bytes);
+    must_free(p, b); /* first in, so last in the LIFO class list */
+    for (int i = 0; i < NSMALL; i++) must_free(p, a[i]);
+    uintptr_t r;
+    assert_int_equal(pool_alloc(p, R, R, &r), POOL_OK);
+    assert_int_equal(r, b);
+    check_pool(p);
+    assert_int_equal(pool_alloc(p, 0, B + 64, &r), POOL_ENOMEM); /* nothing that large */
+    must_free(p, b);
+    for (int i = 0; i <= NSMALL; i++) must_free(p, sep[i]);
+    must_free(p, rest);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
 /* Thousands of live blocks: the address map grows (incrementally, checked while the migration
  * is in flight) and the descriptor slab takes several pages. */
 static void test_many_blocks(void **state)
@@ -1028,6 +1059,7 @@ int main(void)
         cmocka_unit_test(test_cached_page_and_tiny_pool),
         cmocka_unit_test(test_stats_consistency),
         cmocka_unit_test(test_exact_class_probe),
+        cmocka_unit_test(test_exact_class_search),
         cmocka_unit_test(test_many_blocks),
         cmocka_unit_test(test_walk_stops),
         cmocka_unit_test(test_class_geometry),
