@@ -55,22 +55,29 @@ int pool_bucket_of(size_t size); /* 0..POOL_NBUCKETS-1 */
 typedef struct pool_bucket_stats {
     uint64_t live_blocks; /* live allocations whose granted size falls in this bucket */
     uint64_t live_bytes;  /* sum of their granted bytes */
-    uint64_t free_blocks; /* free blocks whose size falls in this bucket */
-    uint64_t free_bytes;  /* sum of those free block sizes */
+    uint64_t free_blocks; /* free extents (runs and slot runs) whose size falls in this bucket */
+    uint64_t free_bytes;  /* sum of their sizes */
 } pool_bucket_stats_t;
 
+/* Free memory comes in two kinds (pool_walk reports both, see enum pool_extent):
+ *   free runs   maximal runs of FREE large-heap blocks together with cached empty slab pages:
+ *               memory any request can be given (the pool gives cached pages back on a miss);
+ *   free slots  maximal runs of free slots inside one slab page that holds live slots: only a
+ *               request of that page's size class or a smaller one can use them. */
 typedef struct pool_stats {
     uintptr_t base;              /* start of the managed range */
     size_t reserved_bytes;       /* size of the managed range */
     size_t allocated_bytes;      /* sum of granted bytes of live blocks */
     size_t requested_bytes;      /* sum of requested bytes of live blocks */
     size_t peak_allocated_bytes; /* high-water mark of allocated_bytes */
-    size_t free_bytes;           /* sum of free block sizes (all of them, any bucket) */
-    size_t largest_free_bytes;   /* size of the largest free block */
+    size_t free_bytes;           /* all free bytes: free runs + free slots */
+    size_t largest_free_bytes;   /* the largest free run: the largest block a request above the
+                                    slab limit can be given (pool_explain: any request) */
+    size_t slab_free_bytes;      /* free slots (part of free_bytes; in no free run) */
     size_t overhead_bytes;       /* reserved - allocated - free */
-    double fragmentation;        /* 1 - largest_free/free (0 when free == 0) */
+    double fragmentation;        /* 1 - largest_free/free (0 when free == 0): free slots count */
     uint64_t live_blocks;        /* number of live allocations */
-    uint64_t free_blocks;        /* number of free blocks */
+    uint64_t free_blocks;        /* free runs + runs of free slots (pool_walk's free extents) */
     uint64_t allocs;             /* successful pool_alloc calls */
     uint64_t frees;              /* successful pool_free calls */
     uint64_t failed_allocs;      /* pool_alloc calls answered POOL_ENOMEM */
@@ -99,10 +106,23 @@ int pool_block_size(pool_t *pool, uintptr_t addr, size_t *granted, size_t *reque
 
 void pool_get_stats(pool_t *pool, pool_stats_t *out);
 
-/* Walk every block in address order under the pool lock; stop when cb returns non-zero.
- * `is_free` is 1 for a free block.  `size` is the block size (granted for live blocks). */
-typedef int (*pool_walk_fn)(void *ctx, uintptr_t addr, size_t size, int is_free);
+/* What pool_walk reports, in address order, tiling [base rounded up to 64, the end rounded
+ * down to 64) except the slack of live blocks and slots (size - granted). */
+enum pool_extent {
+    POOL_EXTENT_LIVE = 0,  /* a live block or slot; size = its granted bytes */
+    POOL_EXTENT_FREE = 1,  /* a free run: FREE large blocks and cached empty slab pages side by
+                              side, maximal (never next to another FREE extent) */
+    POOL_EXTENT_SLOTS = 2, /* free slots of one slab page that holds live slots, maximal inside
+                              the page; never merged across a page edge or with a FREE extent */
+};
+/* Walk callback: return non-zero to stop the walk (pool_walk then returns that value).  It runs
+ * under the pool lock: it must not call into the same pool. */
+typedef int (*pool_walk_fn)(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind);
 int pool_walk(pool_t *pool, pool_walk_fn cb, void *ctx);
+
+/* The statistics (if stats != NULL) and the walk (if cb != NULL) under ONE hold of the pool
+ * lock, so both describe the same instant.  Returns what the walk returns (0 without cb). */
+int pool_snapshot(pool_t *pool, pool_stats_t *stats, pool_walk_fn cb, void *ctx);
 
 /* Invariant checker: walks every block, list, bitmap and counter; returns the number of
  * violations (0 = consistent).  The first violation's description goes to `why` if non-NULL. */

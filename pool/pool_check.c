@@ -7,29 +7,34 @@
  *      requested <= granted, and is in the address map pointing at itself; every PAGE block
  *      names a page that names it back with the same address and span;
  *   2. every page: its id maps to it, it was reached by the tiling walk, geometry fits its
- *      class (slot, reciprocal, min_slots <= nslots <= max_slots, span >= one granule), bits past nslots are clear, summary bit w <=> bits[w] != 0, free bits ==
- *      nslots - live, every live slot has granted <= slot and requested <= granted (an
- *      escaped record has its req_map entry, and only then), the
- *      granule table names it for each granule it spans (cover or start entry) and the lookup
- *      finds it from its first and last byte; a clean run
- *      summary equals a fresh one;
+ *      class (slot, reciprocal, min_slots <= nslots <= max_slots, span >= one granule), bits
+ *      past nslots are clear, summary bit w <=> bits[w] != 0, free bits == nslots - live,
+ *      every live slot has granted <= slot and requested <= granted (an escaped record has its
+ *      req_map entry, and only then), the granule table names it for each granule it spans
+ *      (cover or start entry) and the lookup finds it from its first and last byte; a clean
+ *      run summary equals a fresh one;
  *   3. every class: its partial list holds exactly its pages with 0 < live < nslots, its
- *      cached list exactly its pages with no live slot, at most SLAB_CACHE_PAGES (mutual links,
- *      no cycle, no page on two lists), its page and live-slot counts; the cached-page count; the id tables
- *      (used + released ids == handed out, released ids unused); the number of non-zero
- *      granule fields equals what the pages need, so no entry is stray (with the per-page
- *      check this pins the whole table down);
+ *      cached list exactly its pages with no live slot, at most SLAB_CACHE_PAGES (mutual
+ *      links, no cycle, no page on two lists), its page and live-slot counts; the cached-page
+ *      count; the id tables (used + released ids == handed out, released ids unused); the
+ *      number of non-zero granule fields equals what the pages need, so no entry is stray
+ *      (with the per-page check this pins the whole table down);
  *   4. every class list of the large heap: bitmap bits <=> non-empty lists, mutual list links,
  *      each member FREE and in the class its size maps to, and reached by the walk; every FREE
  *      block of the walk is listed exactly once;
  *   5. counters: heap free bytes/blocks/buckets equal the list sums; slab free bytes equal the
  *      free slots; live count, allocated and requested bytes and buckets equal the walk's sums
  *      over live blocks and slots; the map holds exactly the LIVE large blocks and req_map
- *      exactly the escaped slots (addrmap_check of both); descriptors in use + free == total; nothing cached and no page while nothing is
- *      live;
- *   6. the free-space summary (what pool_get_stats reports: free blocks, largest, buckets)
- *      equals what pool_walk reports, and pool_walk's free runs are in address order, never
- *      adjacent to each other, and sum to the free bytes;
+ *      exactly the escaped slots (addrmap_check of both); descriptors in use + free == total;
+ *      nothing cached and no page while nothing is live;
+ *   6. free extents: step 1 also works out, independently (slot by slot), the FREE runs (FREE
+ *      blocks and empty pages side by side) and SLOTS runs (free slots of one page holding
+ *      live slots, cut at its edges); the summary behind the statistics (pool_summarize) and
+ *      what pool_walk reports must both equal them: counts, bytes, largest run, free slot
+ *      bytes, buckets.  pool_walk's extents must be in address order, no FREE extent next to
+ *      another, every SLOTS extent inside one page that holds live slots and maximal in it,
+ *      its live extents the live blocks with their granted bytes; the pages' run summaries and
+ *      their sums must be fresh after pool_summarize;
  *   7. conservation: allocated + free + overhead == reserved, overhead = sum over live blocks
  *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail.
  * Returns the number of violations; the first one's text goes to `why`.
@@ -58,14 +63,16 @@ typedef struct sums {
 } sums_t;
 
 typedef struct chk {
-    pool_t *p;       /* pool under check */
-    int bad;         /* violations so far */
-    char *why;       /* first violation's text, or NULL */
-    size_t why_len;  /* bytes at why */
-    uint32_t seen;   /* mark of a block/page reached by the walk */
-    uint32_t listed; /* mark of a block/page also found in a list */
-    uint64_t limit;  /* more blocks than this in any chain means a cycle */
-    sums_t s;        /* sums from the walk */
+    pool_t *p;          /* pool under check */
+    int bad;            /* violations so far */
+    char *why;          /* first violation's text, or NULL */
+    size_t why_len;     /* bytes at why */
+    uint32_t seen;      /* mark of a block/page reached by the walk */
+    uint32_t listed;    /* mark of a block/page also found in a list */
+    uint64_t limit;     /* more blocks than this in any chain means a cycle */
+    sums_t s;           /* sums from the walk */
+    pool_summary_t ext; /* free extents as the walk finds them (item 6) */
+    size_t run;         /* bytes of the FREE run the walk is in, 0 = none */
 } chk_t;
 
 __attribute__((format(printf, 2, 3))) static void viol(chk_t *c, const char *fmt, ...)
@@ -77,6 +84,40 @@ __attribute__((format(printf, 2, 3))) static void viol(chk_t *c, const char *fmt
         va_end(ap);
     }
     c->bad++;
+}
+
+static void ext_record(pool_summary_t *e, size_t len)
+{
+    int k = bucket_of(len);
+    e->free_bytes += len;
+    e->bucket_blocks[k]++;
+    e->bucket_bytes[k] += len;
+}
+
+/* The walk leaves a FREE run (a live block, a page with live slots, or the end). */
+static void ext_flush(chk_t *c)
+{
+    if (!c->run) return;
+    ext_record(&c->ext, c->run);
+    c->ext.free_runs++;
+    if (c->run > c->ext.largest) c->ext.largest = c->run;
+    c->run = 0;
+}
+
+/* The SLOTS runs of a page holding live slots, read slot by slot. */
+static void ext_slots(chk_t *c, const slab_page_t *pg)
+{
+    size_t cur = 0;
+    for (uint32_t i = 0; i <= pg->nslots; i++) {
+        if (i < pg->nslots && (pg->bits[i >> 6] >> (i & 63) & 1)) {
+            cur += pg->slot;
+        } else if (cur) {
+            ext_record(&c->ext, cur);
+            c->ext.slot_runs++;
+            c->ext.slab_free_bytes += cur;
+            cur = 0;
+        }
+    }
 }
 
 static void count_live(chk_t *c, size_t granted, size_t requested, size_t size)
@@ -198,6 +239,12 @@ static void check_page(chk_t *c, const desc_t *b)
         viol(c, "page %#lx: %u free bits + %u live != %u slots", (unsigned long)pg->addr, free_bits,
              pg->live, pg->nslots);
     c->s.slab_free_bytes += (size_t)free_bits * pg->slot;
+    if (pg->live == 0) {
+        c->run += pg->span; /* an empty (cached) page is part of a FREE run */
+    } else {
+        ext_flush(c);
+        ext_slots(c, pg);
+    }
     if (!pg->dirty) {
         slab_runs_t fresh;
         slab_page_runs(pg, &fresh);
@@ -237,14 +284,19 @@ static void walk_tiling(chk_t *c)
                      (unsigned long)b->addr);
             c->s.free_blocks++;
             c->s.free_bytes += b->size;
+            c->run += b->size;
             break;
-        case DESC_LIVE: check_live(c, b); break;
+        case DESC_LIVE:
+            ext_flush(c);
+            check_live(c, b);
+            break;
         case DESC_PAGE: check_page(c, b); break;
         default: viol(c, "block %#lx: bad state %u", (unsigned long)b->addr, b->state);
         }
         b->mark = c->seen;
         expect = b->addr + b->size;
     }
+    ext_flush(c);
     if (!p->large_first || expect != p->uend)
         viol(c, "blocks end at %#lx, usable range at %#lx", (unsigned long)expect,
              (unsigned long)p->uend);
@@ -389,60 +441,96 @@ static void check_lists(chk_t *c, tlsf_t *h)
             viol(c, "free block %#lx is in no class list", (unsigned long)b->addr);
 }
 
-/* ---- what pool_walk reports vs the summary pool_get_stats uses --------------------------- */
+/* ---- free extents: the checker's own walk vs pool_summarize vs pool_walk ------------------- */
 typedef struct wsum {
-    pool_freesum_t fs; /* free runs as the walk reports them */
-    uintptr_t end;     /* end of the previous entry */
-    int prev_free;     /* the previous entry was a free run */
-    int order_bad;     /* entries out of order or overlapping */
-    int adjacent_free; /* two free runs side by side */
-    uint64_t live;     /* live entries */
+    const pool_t *p;              /* pool walked */
+    pool_summary_t fs;            /* free extents as pool_walk reports them */
+    uintptr_t end;                /* end of the previous extent */
+    int prev_kind;                /* kind of the previous extent, -1 before the first */
+    const slab_page_t *prev_page; /* page of the previous SLOTS extent */
+    uint64_t live;                /* live extents */
+    size_t live_bytes;            /* their bytes */
+    int order_bad;                /* extents out of order or overlapping */
+    int adjacent_free;            /* two FREE extents side by side */
+    int slots_bad;    /* a SLOTS extent outside one page with live slots, or not maximal */
+    int free_in_page; /* a FREE extent starting inside a page with live slots */
+    int kind_bad;     /* an unknown kind */
 } wsum_t;
 
-static int wsum_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+static int wsum_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
 {
     wsum_t *w = ctx;
+    const slab_page_t *pg = slab_page_of(&w->p->slab, addr);
     if (addr < w->end) w->order_bad = 1;
-    if (is_free) {
-        if (w->prev_free && addr == w->end) w->adjacent_free = 1;
-        int k = bucket_of(size);
-        w->fs.free_bytes += size;
-        w->fs.free_blocks++;
-        w->fs.bucket_blocks[k]++;
-        w->fs.bucket_bytes[k] += size;
-        if (size > w->fs.largest) w->fs.largest = size;
-    } else {
+    switch (kind) {
+    case POOL_EXTENT_LIVE:
         w->live++;
+        w->live_bytes += size;
+        break;
+    case POOL_EXTENT_FREE:
+        if (w->prev_kind == POOL_EXTENT_FREE && addr == w->end) w->adjacent_free = 1;
+        if (pg && pg->live) w->free_in_page = 1;
+        ext_record(&w->fs, size);
+        w->fs.free_runs++;
+        if (size > w->fs.largest) w->fs.largest = size;
+        break;
+    case POOL_EXTENT_SLOTS:
+        if (!pg || !pg->live || addr + size > pg->addr + pg->span ||
+            (w->prev_kind == POOL_EXTENT_SLOTS && addr == w->end && w->prev_page == pg))
+            w->slots_bad = 1;
+        ext_record(&w->fs, size);
+        w->fs.slot_runs++;
+        w->fs.slab_free_bytes += size;
+        w->prev_page = pg;
+        break;
+    default: w->kind_bad = 1;
     }
-    w->prev_free = is_free;
+    w->prev_kind = (int)kind;
     w->end = addr + size;
     return 0;
+}
+
+static void compare_summary(chk_t *c, const char *who, const pool_summary_t *got)
+{
+    const pool_summary_t *e = &c->ext;
+    if (got->free_bytes != e->free_bytes || got->largest != e->largest ||
+        got->slab_free_bytes != e->slab_free_bytes || got->free_runs != e->free_runs ||
+        got->slot_runs != e->slot_runs)
+        viol(c,
+             "%s: %llu free runs (largest %zu) + %llu slot runs (%zu B), %zu B free; the "
+             "blocks say %llu (largest %zu) + %llu (%zu B), %zu B",
+             who, (unsigned long long)got->free_runs, got->largest,
+             (unsigned long long)got->slot_runs, got->slab_free_bytes, got->free_bytes,
+             (unsigned long long)e->free_runs, e->largest, (unsigned long long)e->slot_runs,
+             e->slab_free_bytes, e->free_bytes);
+    for (int k = 0; k < POOL_NBUCKETS; k++)
+        if (got->bucket_blocks[k] != e->bucket_blocks[k] ||
+            got->bucket_bytes[k] != e->bucket_bytes[k])
+            viol(c, "%s: free extents of bucket %d differ from the blocks", who, k);
 }
 
 static void check_summary(chk_t *c)
 {
     pool_t *p = c->p;
-    wsum_t w = {0};
+    wsum_t w = {.p = p, .prev_kind = -1};
     pool_walk_locked(p, wsum_cb, &w, c->limit);
-    pool_freesum_t fs;
-    pool_free_summary(p, &fs);
-    if (w.order_bad) viol(c, "pool_walk: entries out of address order");
-    if (w.adjacent_free) viol(c, "pool_walk: two free blocks side by side");
-    if (w.live != p->live_blocks)
-        viol(c, "pool_walk: %llu live entries, %llu live", (unsigned long long)w.live,
-             (unsigned long long)p->live_blocks);
-    if (w.fs.free_bytes != fs.free_bytes || w.fs.free_blocks != fs.free_blocks ||
-        w.fs.largest != fs.largest)
-        viol(c, "free summary: walk %llu blocks/%zu bytes/largest %zu, stats %llu/%zu/%zu",
-             (unsigned long long)w.fs.free_blocks, w.fs.free_bytes, w.fs.largest,
-             (unsigned long long)fs.free_blocks, fs.free_bytes, fs.largest);
-    for (int k = 0; k < POOL_NBUCKETS; k++)
-        if (w.fs.bucket_blocks[k] != fs.bucket_blocks[k] ||
-            w.fs.bucket_bytes[k] != fs.bucket_bytes[k])
-            viol(c, "free summary: bucket %d differs from the walk", k);
-    /* pool_free_summary refreshed every page: the clean summaries must equal fresh ones, and
-     * the pool's inner-run sums their sums. */
-    uint64_t runs = 0, blocks[POOL_NBUCKETS] = {0}, bytes[POOL_NBUCKETS] = {0};
+    pool_summary_t fs;
+    pool_summarize(p, &fs);
+    compare_summary(c, "pool_summarize", &fs);
+    compare_summary(c, "pool_walk", &w.fs);
+    if (w.order_bad) viol(c, "pool_walk: extents out of address order");
+    if (w.adjacent_free) viol(c, "pool_walk: two free runs side by side");
+    if (w.slots_bad) viol(c, "pool_walk: free slots outside a page with live slots, or cut");
+    if (w.free_in_page) viol(c, "pool_walk: a free run inside a page with live slots");
+    if (w.kind_bad) viol(c, "pool_walk: unknown extent kind");
+    if (w.live != p->live_blocks || w.live_bytes != p->allocated_bytes)
+        viol(c, "pool_walk: %llu live extents of %zu B, %llu live of %zu B",
+             (unsigned long long)w.live, w.live_bytes, (unsigned long long)p->live_blocks,
+             p->allocated_bytes);
+    /* pool_summarize refreshed every page: the clean summaries must equal fresh ones, and
+     * run_sums their sums. */
+    slab_runs_t sum;
+    memset(&sum, 0, sizeof sum);
     for (uint32_t id = 1; id < p->slab.id_top; id++) {
         const slab_page_t *pg = p->slab.page_by_id[id];
         slab_runs_t fresh;
@@ -450,16 +538,15 @@ static void check_summary(chk_t *c)
         slab_page_runs(pg, &fresh);
         if (pg->dirty || memcmp(&fresh, &pg->runs, sizeof fresh) != 0)
             viol(c, "page %#lx: run summary not refreshed", (unsigned long)pg->addr);
-        runs += fresh.inner;
+        sum.runs += fresh.runs;
         for (int k = 0; k < POOL_NBUCKETS; k++) {
-            blocks[k] += fresh.inner_blocks[k];
-            bytes[k] += fresh.inner_bytes[k];
+            sum.blocks[k] += fresh.blocks[k];
+            sum.bytes[k] += fresh.bytes[k];
         }
     }
-    if (runs != p->slab.inner_runs || memcmp(blocks, p->slab.inner_blocks, sizeof blocks) ||
-        memcmp(bytes, p->slab.inner_bytes, sizeof bytes))
-        viol(c, "inner-run sums: pages %llu, pool %llu", (unsigned long long)runs,
-             (unsigned long long)p->slab.inner_runs);
+    if (memcmp(&sum, &p->slab.run_sums, sizeof sum) != 0)
+        viol(c, "run sums: pages %llu runs, slabs %llu", (unsigned long long)sum.runs,
+             (unsigned long long)p->slab.run_sums.runs);
 }
 
 static void check_counters(chk_t *c)

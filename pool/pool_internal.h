@@ -64,17 +64,22 @@ struct pool {
 };
 
 /* ---- free-space summary and walk (pool_stats.c) ------------------------------------------ */
-/* Free memory as pool_walk reports it: maximal runs of free bytes in address order, whatever
- * holds them (large free blocks, free slots, cached pages). */
-typedef struct pool_freesum {
-    size_t free_bytes;                     /* all free bytes */
-    size_t largest;                        /* longest run */
-    uint64_t free_blocks;                  /* runs */
-    uint64_t bucket_blocks[POOL_NBUCKETS]; /* runs per user bucket (by run bytes) */
+/* Free memory as pool_walk reports it (pool.h: enum pool_extent): FREE runs (FREE blocks and
+ * cached empty pages side by side) and SLOTS runs (free slots inside one page holding live
+ * slots).  The one computation behind pool_get_stats, pool_snapshot, pool_explain and the
+ * refusals; pool_check verifies it against its own walk. */
+typedef struct pool_summary {
+    size_t free_bytes;                     /* all free bytes (FREE + SLOTS extents) */
+    size_t largest;                        /* longest FREE run, 0 if none */
+    size_t slab_free_bytes;                /* bytes of the SLOTS extents */
+    uint64_t free_runs;                    /* FREE extents */
+    uint64_t slot_runs;                    /* SLOTS extents */
+    uint64_t bucket_blocks[POOL_NBUCKETS]; /* FREE and SLOTS extents per user bucket (by size) */
     uint64_t bucket_bytes[POOL_NBUCKETS];  /* their bytes */
-} pool_freesum_t;
-/* pre: pool->lock held.  O(1) without pages, else O(pages + bitmap words of changed pages). */
-void pool_free_summary(pool_t *p, pool_freesum_t *out);
+} pool_summary_t;
+/* pre: pool->lock held (it refreshes the pages' run summaries).  O(1) without slab pages,
+ * else O(pages + bitmap words of the pages changed since the last call + cached pages). */
+void pool_summarize(pool_t *p, pool_summary_t *out);
 /* pool_walk without the lock (pre: held), stopping after `limit` large-heap blocks (a guard
  * against a broken chain when pool_check calls it). */
 int pool_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit);

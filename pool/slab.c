@@ -25,10 +25,9 @@
  * given back when a large-heap search misses (then the search is repeated once) and, by
  * pool.c, when the pool holds no live block any more, so an empty pool is one free block over
  * [ubase, uend) and a cached page never causes a refusal.
- * Run summaries: slab_page_runs summarises a page's runs of free slots (edge runs, inner runs
- * per user bucket); each page keeps its last summary with a `dirty` flag set by every slot
- * change, and inner_* hold the sums of the inner runs over all pages, updated when a page is
- * recounted or released.
+ * Run summaries: slab_page_runs counts a page's maximal runs of free slots (per user bucket);
+ * each page keeps its last count with a `dirty` flag set by every slot change, and run_sums
+ * holds the sum over all pages, updated when a page is recounted or released.
  * Bounds: page carve = one tlsf_find (+ at most one release of every cached page and a
  * second find), one split, <= 17 granule entries, one malloc, nwords bitmap stores; page
  * release = <= 17 granule entries, one coalesce, one free; caching a page scans <=
@@ -181,14 +180,15 @@ static void id_take(slab_t *s, uint32_t id)
         s->id_top++;
 }
 
-/* Add (sign 1) or take away (sign -1) a page's stored inner runs to/from the sums. */
+/* Add (sign 1) or take away (sign -1) a page's stored runs to/from run_sums. */
 static void runs_account(slab_t *s, const slab_page_t *pg, int sign)
 {
     const slab_runs_t *r = &pg->runs;
-    s->inner_runs += (uint64_t)(int64_t)sign * r->inner;
+    slab_runs_t *t = &s->run_sums;
+    t->runs += (uint64_t)(int64_t)sign * r->runs;
     for (int k = 0; k < POOL_NBUCKETS; k++) {
-        s->inner_blocks[k] += (uint64_t)(int64_t)sign * r->inner_blocks[k];
-        s->inner_bytes[k] += (uint64_t)(int64_t)sign * r->inner_bytes[k];
+        t->blocks[k] += (uint64_t)(int64_t)sign * r->blocks[k];
+        t->bytes[k] += (uint64_t)(int64_t)sign * r->bytes[k];
     }
 }
 
@@ -316,16 +316,11 @@ void slab_page_runs(const slab_page_t *pg, slab_runs_t *out)
     uint32_t n = pg->nslots;
     for (uint32_t i = slab_next_free(pg, 0); i < n;) {
         uint32_t j = slab_next_live(pg, i);
-        if (i == 0) out->head = j;
-        if (j == n) out->tail = j - i;
-        if (i > 0 && j < n) {
-            size_t bytes = (size_t)(j - i) * pg->slot;
-            int k = bucket_of(bytes);
-            out->inner++;
-            if (j - i > out->inner_max) out->inner_max = j - i;
-            out->inner_blocks[k]++;
-            out->inner_bytes[k] += bytes;
-        }
+        size_t bytes = (size_t)(j - i) * pg->slot;
+        int k = bucket_of(bytes);
+        out->runs++;
+        out->blocks[k]++;
+        out->bytes[k] += bytes;
         i = slab_next_free(pg, j);
     }
 }

@@ -103,16 +103,12 @@ typedef uint32_t slab_slot_t;
 #define SLAB_REQ_ESCAPE 0x3fffu
 _Static_assert(SLAB_MAX == (size_t)1 << SLAB_SLOT_GBITS, "granted - 1 fits the low bits");
 
-/* The free-run summary of one page (slab_page_runs), valid while the page's `dirty` is 0.  A
- * run is a maximal sequence of free slots inside the page; the edge runs (touching slot 0 or
- * the last slot) may merge with free memory outside the page, inner runs cannot. */
+/* The free-slot runs of one page (slab_page_runs), valid while the page's `dirty` is 0: a run
+ * is a maximal sequence of free slots inside the page (never merged across its edges). */
 typedef struct slab_runs {
-    uint32_t head;                        /* free slots from slot 0 up (nslots: all free) */
-    uint32_t tail;                        /* free slots from the last one down */
-    uint32_t inner;                       /* runs touching neither edge */
-    uint32_t inner_max;                   /* slots in the longest of them */
-    uint32_t inner_blocks[POOL_NBUCKETS]; /* inner runs per user bucket (by run bytes) */
-    uint64_t inner_bytes[POOL_NBUCKETS];  /* their bytes */
+    uint64_t runs;                  /* runs */
+    uint64_t blocks[POOL_NBUCKETS]; /* runs per user bucket (by run bytes) */
+    uint64_t bytes[POOL_NBUCKETS];  /* their bytes */
 } slab_runs_t;
 
 /* One slab page: one 64-byte aligned allocation.  The cold fields come first; the hot ones
@@ -172,13 +168,11 @@ typedef struct slab {
     uint32_t id_top;          /* ids 1..id_top-1 have been handed out */
     uint32_t nfree_ids;       /* entries on free_ids */
     uint32_t pad;             /* unused */
-    uint64_t inner_runs;      /* sum of runs.inner over the pages (as last computed) */
-    uint64_t inner_blocks[POOL_NBUCKETS]; /* sum of runs.inner_blocks over the pages */
-    uint64_t inner_bytes[POOL_NBUCKETS];  /* sum of runs.inner_bytes over the pages */
-    tlsf_t *heap;                         /* the large heap pages come from (the pool's) */
-    desc_store_t *desc;                   /* its descriptor storage */
-    addrmap_t req_map;                    /* live slot address -> requested, for escaped records */
-    slab_class_t cls[SLAB_NCLASSES];      /* size classes */
+    slab_runs_t run_sums;     /* sum of every page's `runs` (as last computed) */
+    tlsf_t *heap;             /* the large heap pages come from (the pool's) */
+    desc_store_t *desc;       /* its descriptor storage */
+    addrmap_t req_map;        /* live slot address -> requested, for escaped records */
+    slab_class_t cls[SLAB_NCLASSES]; /* size classes */
 } slab_t;
 
 /* ---- hot path (inline) -------------------------------------------------------------------- */
@@ -375,8 +369,8 @@ desc_t *slab_large_find(slab_t *s, size_t need);
 unsigned slab_release_cached(slab_t *s);
 /* Recompute one page's run summary from its bitmap: O(nwords + runs). */
 void slab_page_runs(const slab_page_t *pg, slab_runs_t *out);
-/* Bring every page's run summary and the inner sums up to date: O(pages + bitmap words of the
- * pages changed since the last call). */
+/* Bring every page's run summary and run_sums up to date: O(pages + bitmap words of the pages
+ * changed since the last call). */
 void slab_refresh_runs(slab_t *s);
 
 #pragma GCC visibility pop

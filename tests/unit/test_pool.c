@@ -54,23 +54,31 @@ static void shuffle(uintptr_t *a, size_t n, uint64_t *s)
 
 /* ---- walk helpers ---------------------------------------------------------------------- */
 typedef struct walk_sum {
-    size_t free_blocks, free_bytes, largest, live_blocks, live_bytes;
+    size_t free_blocks, free_bytes, largest, live_blocks, live_bytes; /* all free extents */
+    size_t runs, slot_runs, slot_bytes; /* FREE extents, SLOTS extents and their bytes */
     uintptr_t last_end;
     int order_ok;
 } walk_sum_t;
 
-static int walk_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+static int walk_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
 {
     walk_sum_t *w = ctx;
     if (addr < w->last_end) w->order_ok = 0;
     w->last_end = addr + size;
-    if (is_free) {
-        w->free_blocks++;
-        w->free_bytes += size;
-        if (size > w->largest) w->largest = size;
-    } else {
+    if (kind == POOL_EXTENT_LIVE) {
         w->live_blocks++;
         w->live_bytes += size;
+        return 0;
+    }
+    w->free_blocks++;
+    w->free_bytes += size;
+    if (kind == POOL_EXTENT_FREE) {
+        w->runs++;
+        if (size > w->largest) w->largest = size;
+    } else {
+        assert_int_equal(kind, POOL_EXTENT_SLOTS);
+        w->slot_runs++;
+        w->slot_bytes += size;
     }
     return 0;
 }
@@ -981,8 +989,8 @@ static void test_slab_larger_class_fallback(void **state)
     pool_destroy(p);
 }
 
-/* Free runs are maximal across page edges: a cached page between a free block and a live
- * page is one free block with the free block. */
+/* Cached (empty) pages are part of the free runs of the large heap: a cached page between a
+ * free block and a live page is one free run with the free block. */
 static void test_free_runs_across_pages(void **state)
 {
     (void)state;
@@ -997,6 +1005,7 @@ static void test_free_runs_across_pages(void **state)
     must_free(p, p2); /* cached, between live p3 and live p1 */
     walk_sum_t w = walk_sum(p);
     assert_int_equal(w.free_blocks, 2);
+    assert_int_equal(w.runs, 2);
     assert_int_equal(w.largest, 64 * MiB - 2 * MiB - 3 * 256 * KiB);
     must_free(p, p3); /* cached too: p3, p2 and the free space below are one run */
     assert_int_equal(p->slab.pages, 3);
@@ -1007,27 +1016,149 @@ static void test_free_runs_across_pages(void **state)
     assert_int_equal(w.free_blocks, 1);
     assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 256 * KiB);
+    assert_int_equal(st.slab_free_bytes, 0); /* cached pages are not free slots */
     assert_true(st.fragmentation == 0.0);
-    /* A page with free slots on both edges joins free memory on both sides. */
+    /* A large request for the whole run gets it: the miss gives the cached pages back. */
+    uintptr_t big = must_alloc(p, 64 * MiB - 2 * MiB - 256 * KiB);
+    assert_int_equal(p->slab.cached_pages, 0);
+    must_free(p, big);
     must_free(p, p1);
-    uintptr_t q[8];
-    for (int i = 0; i < 8; i++) q[i] = must_alloc(p, 64); /* one 4096-slot page of 64 bytes */
+    must_free(p, keep);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+static int stop_at_second(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind);
+
+typedef struct extent {
+    uintptr_t addr;
+    size_t size;
+    enum pool_extent kind;
+} extent_t;
+
+typedef struct extents {
+    extent_t e[32];
+    size_t n;
+} extents_t;
+
+static int record_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
+{
+    extents_t *x = ctx;
+    if (x->n < 32) x->e[x->n] = (extent_t){addr, size, kind};
+    x->n++;
+    return 0;
+}
+
+static void expect_extents(pool_t *p, const extent_t *want, size_t n)
+{
+    extents_t got = {0};
+    pool_stats_t st;
+    assert_int_equal(pool_snapshot(p, &st, record_cb, &got), 0);
+    for (size_t i = 0; i < n && i < got.n; i++)
+        if (got.e[i].addr != want[i].addr || got.e[i].size != want[i].size ||
+            got.e[i].kind != want[i].kind)
+            fail_msg("extent %zu: got %#lx+%zu kind %d, want %#lx+%zu kind %d", i,
+                     (unsigned long)got.e[i].addr, got.e[i].size, got.e[i].kind,
+                     (unsigned long)want[i].addr, want[i].size, want[i].kind);
+    assert_int_equal(got.n, n);
+}
+
+/* pool_walk's three kinds, exactly: free slots are reported per page, never merged with the
+ * free run next to the page nor across the page's edge; a cached page is (part of) a free
+ * run; the statistics count the same extents (free slots are fragmentation). */
+static void test_walk_kinds(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0xf80000000ull, top = base + 64 * MiB;
+    const enum pool_extent L = POOL_EXTENT_LIVE, F = POOL_EXTENT_FREE, S = POOL_EXTENT_SLOTS;
+    pool_t *p = pool_create(base, 64 * MiB);
+    uintptr_t keep = must_alloc(p, 2 * MiB), q[8];
+    for (int i = 0; i < 8; i++) q[i] = must_alloc(p, 64); /* one page: 4096 slots of 64 B */
+    const uintptr_t pg = top - 256 * KiB;
+    assert_int_equal(q[0], pg);
     for (int i = 0; i < 8; i += 2) must_free(p, q[i]);
+    const size_t run = 64 * MiB - 2 * MiB - 256 * KiB, tail = (4096 - 8) * 64;
+    const extent_t want1[] = {
+        {keep, 2 * MiB, L}, {base + 2 * MiB, run, F}, {pg, 64, S},         {pg + 64, 64, L},
+        {pg + 128, 64, S},  {pg + 192, 64, L},        {pg + 256, 64, S},   {pg + 320, 64, L},
+        {pg + 384, 64, S},  {pg + 448, 64, L},        {pg + 512, tail, S},
+    };
+    expect_extents(p, want1, sizeof want1 / sizeof want1[0]);
+    pool_stats_t st;
     pool_get_stats(p, &st);
-    w = walk_sum(p);
-    assert_int_equal(st.free_blocks, w.free_blocks);
-    assert_int_equal(st.largest_free_bytes, w.largest);
+    assert_int_equal(st.free_bytes, run + 4 * 64 + tail);
+    assert_int_equal(st.largest_free_bytes, run); /* not run + 64: slot 0 is not merged */
+    assert_int_equal(st.slab_free_bytes, 4 * 64 + tail);
+    assert_int_equal(st.free_blocks, 6);
+    assert_int_equal(st.buckets[0].free_blocks, 4);
+    assert_int_equal(st.buckets[2].free_blocks, 1); /* the page's last 4088 slots */
+    assert_int_equal(st.buckets[5].free_blocks, 1); /* the run */
+    assert_true(st.fragmentation == 1.0 - (double)run / (double)(run + 4 * 64 + tail));
+
+    /* Two 256 KiB one-slot pages below it; the upper one empties: a cached page between a
+     * live page and the slots of q's page is a free run of its own. */
+    uintptr_t r1 = must_alloc(p, 256 * KiB), r2 = must_alloc(p, 256 * KiB);
+    assert_int_equal(r1, pg - 256 * KiB);
+    assert_int_equal(r2, pg - 512 * KiB);
+    must_free(p, r1);
+    assert_int_equal(p->slab.cached_pages, 1);
+    const extent_t want2[] = {
+        {keep, 2 * MiB, L},  {base + 2 * MiB, run - 512 * KiB, F},
+        {r2, 256 * KiB, L},  {r1, 256 * KiB, F},
+        {pg, 64, S},         {pg + 64, 64, L},
+        {pg + 128, 64, S},   {pg + 192, 64, L},
+        {pg + 256, 64, S},   {pg + 320, 64, L},
+        {pg + 384, 64, S},   {pg + 448, 64, L},
+        {pg + 512, tail, S},
+    };
+    expect_extents(p, want2, sizeof want2 / sizeof want2[0]);
+    must_free(p, r2); /* cached too: one run from the free block up to q's page */
+    assert_int_equal(p->slab.cached_pages, 2);
+    expect_extents(p, want1, sizeof want1 / sizeof want1[0]);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.largest_free_bytes, run);
+    assert_int_equal(st.slab_free_bytes, 4 * 64 + tail);
     for (int i = 1; i < 8; i += 2) must_free(p, q[i]);
     must_free(p, keep);
     assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);
 }
 
-static int stop_at_second(void *ctx, uintptr_t addr, size_t size, int is_free)
+/* pool_snapshot: the statistics and the walk of one instant; either may be left out. */
+static void test_snapshot(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xfc0000000ull, 64 * MiB);
+    uintptr_t a = must_alloc(p, 3 * MiB), b = must_alloc(p, 1000), c = must_alloc(p, 5 * MiB);
+    must_free(p, a);
+    pool_stats_t s1, s2;
+    walk_sum_t w = {.order_ok = 1};
+    assert_int_equal(pool_snapshot(p, &s1, walk_cb, &w), 0);
+    pool_get_stats(p, &s2);
+    assert_memory_equal(&s1, &s2, sizeof s1);
+    assert_int_equal(pool_snapshot(p, &s2, NULL, NULL), 0);
+    assert_memory_equal(&s1, &s2, sizeof s1);
+    assert_int_equal(w.free_blocks, s1.free_blocks);
+    assert_int_equal(w.free_bytes, s1.free_bytes);
+    assert_int_equal(w.largest, s1.largest_free_bytes);
+    assert_int_equal(w.slot_bytes, s1.slab_free_bytes);
+    assert_int_equal(w.live_blocks, s1.live_blocks);
+    assert_int_equal(w.live_bytes, s1.allocated_bytes);
+    int calls = 0;
+    assert_int_equal(pool_snapshot(p, NULL, stop_at_second, &calls), 77);
+    assert_int_equal(calls, 2);
+    assert_int_equal(pool_snapshot(NULL, &s2, walk_cb, &w), 0);
+    assert_int_equal(s2.reserved_bytes, 0);
+    must_free(p, b);
+    must_free(p, c);
+    pool_destroy(p);
+}
+
+static int stop_at_second(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
 {
     (void)addr;
     (void)size;
-    (void)is_free;
+    (void)kind;
     return ++*(int *)ctx == 2 ? 77 : 0;
 }
 
@@ -1068,6 +1199,8 @@ int main(void)
         cmocka_unit_test(test_slab_misuse),
         cmocka_unit_test(test_slab_larger_class_fallback),
         cmocka_unit_test(test_free_runs_across_pages),
+        cmocka_unit_test(test_walk_kinds),
+        cmocka_unit_test(test_snapshot),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
 }
