@@ -33,10 +33,15 @@
  *   SLAB_CACHE_PAGES page releases.  Large alloc = at most 2 tlsf_find (each two
  *   find-first-set, plus a walk of the request's own class list when no larger class holds a
  *   block: tlsf.c) + 1 split + one hash insert; large free = one hash delete + 1 coalesce.
+ * Refusals: a request is refused iff no free run (FREE blocks and cached pages, which a miss
+ *   gives back) is large enough and, for a slab-sized one, no class at or above its own has a
+ *   free slot; the TLSF search is exact (tlsf.c), so pool_classify (pool_stats.c), which
+ *   states that rule, agrees with this file in every state.  It runs only on a refusal and
+ *   only when the caller asked why.
  * Invariants: see pool_internal.h (tiling), slab.h (pages) and pool_check.c.
  * Statistics: pool_walk() reports a live block or slot with its granted size (what the caller
- * owns), free memory as maximal runs (pool_stats.c); slot - granted (or block size - granted)
- * is the overhead of the conservation law.
+ * owns), free memory as free runs and runs of free slots (pool_stats.c); slot - granted (or
+ * block size - granted) is the overhead of the conservation law.
  * Locking: one pthread mutex per pool around every call except pool_contains, which compares
  * against the immutable range only (pool_free also reads the granule directory before
  * locking, atomically, to prefetch the entry).  pool_lock/pool_unlock exist for fork handlers.
@@ -171,10 +176,13 @@ static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t
     return 0;
 }
 
-int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out)
+int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why)
 {
-    if (!p || !out || granted == 0 || requested > granted || granted > p->uend - p->ubase)
+    if (!p || !out || granted == 0 || requested > granted) return POOL_EINVAL;
+    if (granted > p->uend - p->ubase) {
+        if (why) pool_explain(p, granted, why); /* POOL_REFUSAL_TOO_LARGE */
         return POOL_EINVAL;
+    }
     size_t need = desc_align(granted);
     uintptr_t addr = 0;
     int ok;
@@ -196,6 +204,7 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out)
     }
     if (!ok) {
         p->failed_allocs++;
+        if (why) pool_classify(p, granted, why); /* the state that refused, same lock hold */
         pthread_mutex_unlock(&p->lock);
         return POOL_ENOMEM;
     }

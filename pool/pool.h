@@ -18,6 +18,8 @@
  *     searches that class's list (blocks within 1/32 of each other) to its end, so that a
  *     request is refused only when no free block could hold it.
  *   - Freed neighbours are coalesced at once.
+ *   - A refusal is explained by one classifier (pool_refusal_t, pool_explain): pool_alloc
+ *     succeeds iff it says POOL_REFUSAL_NONE.
  *   - Conservation, checked by pool_check():
  *       allocated_bytes (sum of granted) + free_bytes + overhead_bytes == reserved_bytes
  *     where overhead = rounding of granted up to the block size + unusable alignment head/tail.
@@ -39,7 +41,7 @@ typedef struct pool pool_t;
 /* Result codes (negative = error). */
 enum {
     POOL_OK = 0,
-    POOL_ENOMEM = -1,    /* no free block large enough (check stats to see why) */
+    POOL_ENOMEM = -1,    /* no free block large enough (pool_alloc's `why` says why) */
     POOL_EINVAL = -2,    /* size 0, or larger than the pool could ever hold */
     POOL_ENOTOWNED = -3, /* address outside [base, base+size): not this pool's */
     POOL_ENOTLIVE = -4,  /* inside the range but not the start of a live block:
@@ -90,9 +92,58 @@ typedef struct pool_stats {
 pool_t *pool_create(uintptr_t base, size_t size);
 void pool_destroy(pool_t *pool);
 
+/* Why a request is refused, or would be (pool_explain).  One classification for every
+ * consumer (the shim's stderr line, the JSON report), built on the largest block a request of
+ * that size could actually be given:
+ *   usable_largest   need > slab limit (256 KiB): the largest free run (pool_stats_t's
+ *                    largest_free_bytes: FREE blocks and cached empty pages side by side);
+ *                    a slab-sized need: the larger of that and the slot size of the largest
+ *                    class at or above the request's class that has a free slot (what
+ *                    pool_alloc's slow path tries).
+ *   kind             TOO_LARGE if granted is more than the pool's usable range; else NONE if
+ *                    usable_largest >= need; else EXHAUSTED if free_bytes < need; else
+ *                    FRAGMENTED.
+ * Guarantee (test_pool_random checks it after every operation): pool_alloc succeeds iff the
+ * kind is NONE, except when host memory for the pool's own metadata runs out (then pool_alloc
+ * answers POOL_ENOMEM with kind NONE). */
+enum pool_refusal_kind {
+    POOL_REFUSAL_NONE = 0,       /* it fits now */
+    POOL_REFUSAL_EXHAUSTED = 1,  /* free bytes < need */
+    POOL_REFUSAL_FRAGMENTED = 2, /* enough bytes free, no block a request of this size can be
+                                    given */
+    POOL_REFUSAL_TOO_LARGE = 3,  /* more than the pool could ever hold */
+};
+
+typedef struct pool_refusal {
+    enum pool_refusal_kind kind; /* see above */
+    size_t need;                 /* bytes the block needs: granted rounded up to POOL_ALIGN */
+    size_t free_bytes;           /* all free bytes (pool_stats_t.free_bytes) */
+    size_t usable_largest;       /* the largest block a request of THIS size could be given now */
+    size_t slab_free_bytes;      /* of free_bytes, free slots (pool_stats_t.slab_free_bytes) */
+    size_t reserved_bytes;       /* size of the managed range */
+} pool_refusal_t;
+
+/* "none", "exhausted", "fragmentation", "too large" ("unknown" for anything else). */
+const char *pool_refusal_name(enum pool_refusal_kind kind);
+
+/* The one human sentence for a refusal, e.g.
+ *   fragmentation: 9.8 MiB free, but the largest block a 400.4 KiB request can be given is
+ *   97.7 KiB (7.6 MiB of the free space is free slots in small-block pages)
+ *   exhausted: 1.2 MiB free, 2.0 GiB needed
+ *   too large: 80.0 GiB needed, more than the pool can ever hold (64.0 GiB)
+ * Writes at most len bytes with the terminating NUL (buf may be NULL when len is 0); returns
+ * the sentence's length, as snprintf does.  Reads only *r: no lock. */
+size_t pool_refusal_describe(const pool_refusal_t *r, char *buf, size_t len);
+
+/* What pool_alloc(granted) would find now (granted 0 is taken as 1).  Changes nothing. */
+void pool_explain(pool_t *pool, size_t granted, pool_refusal_t *out);
+
 /* pre: granted > 0, requested <= granted (requested may be 0 when unknown).
- * On POOL_OK *out is the block's start address. */
-int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out);
+ * On POOL_OK *out is the block's start address.  On POOL_ENOMEM, and on POOL_EINVAL for a
+ * request larger than the pool (kind TOO_LARGE), *why (if non-NULL) explains the refusal; on
+ * POOL_ENOMEM it is computed under the same lock hold that refused, so it describes exactly
+ * the state the request met.  Otherwise *why is not touched. */
+int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why);
 
 /* Free the block starting at addr.  On POOL_OK, *granted_out / *requested_out (either may be
  * NULL) receive what the block was allocated with. */

@@ -66,8 +66,8 @@ struct pool {
 /* ---- free-space summary and walk (pool_stats.c) ------------------------------------------ */
 /* Free memory as pool_walk reports it (pool.h: enum pool_extent): FREE runs (FREE blocks and
  * cached empty pages side by side) and SLOTS runs (free slots inside one page holding live
- * slots).  The one computation behind pool_get_stats, pool_snapshot, pool_explain and the
- * refusals; pool_check verifies it against its own walk. */
+ * slots).  The one computation behind pool_get_stats, pool_snapshot and the refusal
+ * classifier; pool_check verifies it against its own walk. */
 typedef struct pool_summary {
     size_t free_bytes;                     /* all free bytes (FREE + SLOTS extents) */
     size_t largest;                        /* longest FREE run, 0 if none */
@@ -80,6 +80,8 @@ typedef struct pool_summary {
 /* pre: pool->lock held (it refreshes the pages' run summaries).  O(1) without slab pages,
  * else O(pages + bitmap words of the pages changed since the last call + cached pages). */
 void pool_summarize(pool_t *p, pool_summary_t *out);
+/* pool_explain without the lock (pre: held): the refusal classifier (pool.h). */
+void pool_classify(pool_t *p, size_t granted, pool_refusal_t *out);
 /* pool_walk without the lock (pre: held), stopping after `limit` large-heap blocks (a guard
  * against a broken chain when pool_check calls it). */
 int pool_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit);

@@ -2,7 +2,8 @@
  * address-order walk and snapshots of both.
  *
  * Owns: pool_bucket_limit[], pool_bucket_of(), the free-space summary (pool_summarize),
- * pool_get_stats(), pool_walk() and pool_snapshot().
+ * pool_get_stats(), pool_walk(), pool_snapshot(), and the refusal classifier built on the
+ * summary (pool_classify, pool_explain, pool_refusal_name, pool_refusal_describe).
  *
  * Two kinds of free extent (pool.h, enum pool_extent):
  *   FREE   a maximal run of FREE large-heap blocks and cached empty slab pages side by side.
@@ -26,11 +27,18 @@
  * bitmap words)) and keeps the sum of every page's runs; a cached page's one run is moved from
  * the SLOTS sums into the FREE run it belongs to, which is followed through the tiling from
  * its lowest cached page (O(cached pages) <= SLAB_NCLASSES * SLAB_CACHE_PAGES steps).
+ * Refusals: pool_classify states in one place what pool_alloc's search does (pool.c): the
+ * largest block a request of a given size could be given is the longest FREE run, or for a
+ * slab-sized request also the slot of the largest class at or above its own with a free slot
+ * (a partial or cached page).  It costs one summary: it runs on refusals and on request only.
+ * The sentence (pool_refusal_describe) is the one both the stderr line and the report use.
  * Locking: every public function takes pool->lock once; a walk callback must not call into
  * the same pool.  pool_summarize and pool_walk_locked run under it.
  */
+#include <stdio.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "pool_internal.h"
 
 const size_t pool_bucket_limit[POOL_NBUCKETS - 1] = BUCKET_LIMITS;
@@ -193,7 +201,103 @@ int pool_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit
     return r;
 }
 
+/* ---- refusals ------------------------------------------------------------------------------ */
+void pool_classify(pool_t *p, size_t granted, pool_refusal_t *out)
+{
+    size_t usable = p->uend - p->ubase;
+    if (granted == 0) granted = 1;
+    pool_summary_t fs;
+    pool_summarize(p, &fs);
+    memset(out, 0, sizeof *out);
+    out->need = granted > SIZE_MAX - (POOL_ALIGN - 1) ? granted : desc_align(granted);
+    out->free_bytes = fs.free_bytes;
+    out->slab_free_bytes = fs.slab_free_bytes;
+    out->reserved_bytes = p->size;
+    /* What pool_alloc would try: a free run (large heap, cached pages given back on a miss);
+     * for a slab-sized request also a free slot of its class or a larger one (pool.c). */
+    size_t best = fs.largest;
+    if (out->need <= SLAB_MAX && p->slab.pages) {
+        for (unsigned k = SLAB_NCLASSES; k-- > slab_class_of(out->need);) {
+            const slab_class_t *c = &p->slab.cls[k];
+            if (c->partial || c->cached) {
+                if (slab_geom[k].slot > best) best = slab_geom[k].slot;
+                break;
+            }
+        }
+    }
+    out->usable_largest = best;
+    if (granted > usable)
+        out->kind = POOL_REFUSAL_TOO_LARGE;
+    else if (best >= out->need)
+        out->kind = POOL_REFUSAL_NONE;
+    else if (fs.free_bytes < out->need)
+        out->kind = POOL_REFUSAL_EXHAUSTED;
+    else
+        out->kind = POOL_REFUSAL_FRAGMENTED;
+}
+
+const char *pool_refusal_name(enum pool_refusal_kind kind)
+{
+    switch (kind) {
+    case POOL_REFUSAL_NONE: return "none";
+    case POOL_REFUSAL_EXHAUSTED: return "exhausted";
+    case POOL_REFUSAL_FRAGMENTED: return "fragmentation";
+    case POOL_REFUSAL_TOO_LARGE: return "too large";
+    }
+    return "unknown";
+}
+
+size_t pool_refusal_describe(const pool_refusal_t *r, char *buf, size_t len)
+{
+    debug_assert(r != NULL && (buf != NULL || len == 0));
+    char need[FMT_BYTES_LEN], free_s[FMT_BYTES_LEN], best[FMT_BYTES_LEN], x[FMT_BYTES_LEN];
+    fmt_bytes(need, r->need);
+    fmt_bytes(free_s, r->free_bytes);
+    fmt_bytes(best, r->usable_largest);
+    const char *name = pool_refusal_name(r->kind);
+    int n;
+    switch (r->kind) {
+    case POOL_REFUSAL_NONE:
+        n = snprintf(buf, len, "%s: a %s request fits (the largest block it can be given is %s)",
+                     name, need, best);
+        break;
+    case POOL_REFUSAL_EXHAUSTED:
+        n = snprintf(buf, len, "%s: %s free, %s needed", name, free_s, need);
+        break;
+    case POOL_REFUSAL_FRAGMENTED:
+        n = snprintf(buf, len, "%s: %s free, but the largest block a %s request can be given is %s",
+                     name, free_s, need, best);
+        if (n >= 0 && r->slab_free_bytes) {
+            size_t at = (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
+            int m = snprintf(len ? buf + at : NULL, len - at,
+                             " (%s of the free space is free slots in small-block pages)",
+                             fmt_bytes(x, r->slab_free_bytes));
+            n = m < 0 ? m : n + m;
+        }
+        break;
+    case POOL_REFUSAL_TOO_LARGE:
+        fmt_bytes(x, r->reserved_bytes);
+        if (strcmp(need, x) == 0) /* "64.0 MiB needed ... (64.0 MiB)": say it in bytes */
+            n = snprintf(buf, len, "%s: %zu B needed, more than the pool can ever hold (%zu B)",
+                         name, r->need, r->reserved_bytes);
+        else
+            n = snprintf(buf, len, "%s: %s needed, more than the pool can ever hold (%s)", name,
+                         need, x);
+        break;
+    default: n = snprintf(buf, len, "%s", name);
+    }
+    return n < 0 ? 0 : (size_t)n;
+}
+
 /* ---- public -------------------------------------------------------------------------------- */
+void pool_explain(pool_t *p, size_t granted, pool_refusal_t *out)
+{
+    debug_assert(p != NULL && out != NULL);
+    pthread_mutex_lock(&p->lock);
+    pool_classify(p, granted, out);
+    pthread_mutex_unlock(&p->lock);
+}
+
 int pool_snapshot(pool_t *p, pool_stats_t *stats, pool_walk_fn cb, void *ctx)
 {
     if (!p) {

@@ -11,9 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "fmt.h"
 #include "pool.h"
 #include "pool_internal.h" /* white box: class geometry, pages, the large heap's classes */
 
@@ -110,7 +115,7 @@ static void assert_one_free_block(pool_t *p, size_t usable)
 static uintptr_t must_alloc(pool_t *p, size_t granted)
 {
     uintptr_t a = 0;
-    int rc = pool_alloc(p, granted, granted, &a);
+    int rc = pool_alloc(p, granted, granted, &a, NULL);
     assert_int_equal(rc, POOL_OK);
     assert_int_equal(a % POOL_ALIGN, 0);
     check_pool(p);
@@ -134,10 +139,10 @@ static void test_create_args(void **state)
     assert_non_null(p);
     check_pool(p);
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, 64, &a), POOL_OK);
+    assert_int_equal(pool_alloc(p, 0, 64, &a, NULL), POOL_OK);
     assert_int_equal(a, 0); /* address 0 is a valid block start */
     check_pool(p);
-    assert_int_equal(pool_alloc(p, 0, 1, &a), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, 1, &a, NULL), POOL_ENOMEM);
     assert_int_equal(pool_free(p, 0, NULL, NULL), POOL_OK);
     check_pool(p);
     pool_destroy(p);
@@ -174,7 +179,7 @@ static void test_edge_sizes(void **state)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uintptr_t a = 0;
         size_t req = sizes[i] > 1 ? sizes[i] - 1 : 1;
-        assert_int_equal(pool_alloc(p, req, sizes[i], &a), POOL_OK);
+        assert_int_equal(pool_alloc(p, req, sizes[i], &a, NULL), POOL_OK);
         assert_int_equal(a % POOL_ALIGN, 0);
         assert_true(a >= ubase && a + sizes[i] <= uend);
         check_pool(p);
@@ -190,7 +195,7 @@ static void test_edge_sizes(void **state)
         assert_int_equal(st.overhead_bytes, size - usable + ((64 - sizes[i] % 64) % 64));
         if (sizes[i] == usable) {
             uintptr_t b;
-            assert_int_equal(pool_alloc(p, 1, 1, &b), POOL_ENOMEM);
+            assert_int_equal(pool_alloc(p, 1, 1, &b, NULL), POOL_ENOMEM);
             check_pool(p);
         }
         g = r = 0;
@@ -201,12 +206,12 @@ static void test_edge_sizes(void **state)
         assert_one_free_block(p, usable);
     }
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, usable + 1, &a), POOL_EINVAL);
-    assert_int_equal(pool_alloc(p, 0, size, &a), POOL_EINVAL); /* head/tail never usable */
-    assert_int_equal(pool_alloc(p, 0, 0, &a), POOL_EINVAL);
-    assert_int_equal(pool_alloc(p, 10, 5, &a), POOL_EINVAL); /* requested > granted */
-    assert_int_equal(pool_alloc(p, 0, SIZE_MAX, &a), POOL_EINVAL);
-    assert_int_equal(pool_alloc(p, 0, 64, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, usable + 1, &a, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, size, &a, NULL), POOL_EINVAL); /* head/tail never usable */
+    assert_int_equal(pool_alloc(p, 0, 0, &a, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 10, 5, &a, NULL), POOL_EINVAL); /* requested > granted */
+    assert_int_equal(pool_alloc(p, 0, SIZE_MAX, &a, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, 64, NULL, NULL), POOL_EINVAL);
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_int_equal(st.failed_allocs, 1);
@@ -283,7 +288,7 @@ static void test_exhaustion(void **state)
             size_t g = rng_range(&seed, s / 2 + 1, s);
             if (s == 64) g = 64;
             uintptr_t a;
-            int rc = pool_alloc(p, g, g, &a);
+            int rc = pool_alloc(p, g, g, &a, NULL);
             if (rc == POOL_ENOMEM) break;
             assert_int_equal(rc, POOL_OK);
             assert_true(n < 200000);
@@ -302,8 +307,8 @@ static void test_exhaustion(void **state)
     uint64_t failed = st.failed_allocs;
     for (int i = 0; i < 5; i++) {
         uintptr_t a;
-        assert_int_equal(pool_alloc(p, 1, 1, &a), POOL_ENOMEM);
-        assert_int_equal(pool_alloc(p, 0, 100 * MiB, &a), POOL_ENOMEM);
+        assert_int_equal(pool_alloc(p, 1, 1, &a, NULL), POOL_ENOMEM);
+        assert_int_equal(pool_alloc(p, 0, 100 * MiB, &a, NULL), POOL_ENOMEM);
     }
     pool_get_stats(p, &st);
     assert_int_equal(st.failed_allocs, failed + 10);
@@ -329,7 +334,7 @@ static void test_oom_puzzle(void **state)
     uintptr_t blk[8];
     for (int i = 0; i < 8; i++) blk[i] = must_alloc(p, GiB);
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, GiB, &a), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, GiB, &a, NULL), POOL_ENOMEM);
     for (int i = 1; i < 8; i += 2) must_free(p, blk[i]);
     pool_stats_t st;
     pool_get_stats(p, &st);
@@ -340,7 +345,7 @@ static void test_oom_puzzle(void **state)
     assert_int_equal(st.buckets[7].free_blocks, 0);
     assert_int_equal(st.buckets[6].free_blocks, 4);
     assert_int_equal(st.buckets[6].live_blocks, 4);
-    assert_int_equal(pool_alloc(p, 0, 2 * GiB, &a), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, 2 * GiB, &a, NULL), POOL_ENOMEM);
     pool_get_stats(p, &st);
     assert_int_equal(st.failed_allocs, 2);
     check_pool(p);
@@ -351,6 +356,177 @@ static void test_oom_puzzle(void **state)
         if (i % 2 == 0 || i == 1) must_free(p, blk[i]);
     assert_one_free_block(p, 8 * GiB);
     pool_destroy(p);
+}
+
+/* ---- refusals ------------------------------------------------------------------------- */
+
+/* pool_explain(granted), then pool_alloc(granted) with a `why`: they agree (NONE iff it
+ * succeeds, and a refusal's `why` is what pool_explain said); a block it got is freed again.
+ * Returns the explanation. */
+static pool_refusal_t explain_and_try(pool_t *p, size_t granted)
+{
+    pool_refusal_t r, why, after;
+    memset(&why, 0xa5, sizeof why);
+    pool_explain(p, granted, &r);
+    pool_refusal_t untouched = why;
+    uintptr_t a;
+    int rc = pool_alloc(p, granted, granted, &a, &why);
+    check_pool(p);
+    if (r.kind == POOL_REFUSAL_NONE) {
+        assert_int_equal(rc, POOL_OK);
+        assert_memory_equal(&why, &untouched, sizeof why); /* not touched on success */
+        assert_true(r.usable_largest >= r.need);
+        must_free(p, a);
+    } else {
+        assert_int_equal(rc, r.kind == POOL_REFUSAL_TOO_LARGE ? POOL_EINVAL : POOL_ENOMEM);
+        assert_memory_equal(&why, &r, sizeof why);
+        pool_explain(p, granted, &after); /* the refusal changed nothing that matters */
+        assert_memory_equal(&after, &r, sizeof after);
+    }
+    assert_int_equal(r.need, granted > SIZE_MAX - 63 ? granted : desc_align(granted));
+    return r;
+}
+
+static int largest_run_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
+{
+    (void)addr;
+    size_t *m = ctx;
+    if (kind == POOL_EXTENT_FREE && size > m[0]) m[0] = size;
+    if (kind == POOL_EXTENT_SLOTS) m[1] += size;
+    return 0;
+}
+
+/* The issue's reproduction: a 64 MiB pool filled with 100,000-byte blocks (ACL grants 100,032
+ * B), four of every five freed.  Most of the free space is now free slots, which no large
+ * request can use: requests of 410,000 and 800,000 B are refused for fragmentation, and the
+ * largest block they could be given is the longest free run, far below the 851,968 B the old
+ * "largest free block" (free slots merged with their neighbours) claimed. */
+static void test_refusal_issue_scenario(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x1100000000ull, 64 * MiB);
+    uintptr_t a[1000];
+    size_t n = 0;
+    while (n < 1000 && pool_alloc(p, 100000, 100032, &a[n], NULL) == POOL_OK) n++;
+    assert_true(n > 600 && n < 1000);
+    check_pool(p);
+    for (size_t i = 0; i < n; i++)
+        if (i % 5) must_free(p, a[i]);
+    size_t m[2] = {0, 0};
+    pool_stats_t st;
+    pool_snapshot(p, &st, largest_run_cb, m);
+    const size_t run = m[0];
+    assert_int_equal(st.largest_free_bytes, run);
+    assert_int_equal(st.slab_free_bytes, m[1]);
+    assert_true(st.slab_free_bytes > st.free_bytes / 2); /* mostly free slots */
+    assert_true(run >= 358112 && run < 410000);          /* the figures of this fill */
+
+    pool_refusal_t r = explain_and_try(p, 358112); /* a free run holds it */
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(r.usable_largest, run);
+    for (int i = 0; i < 2; i++) {
+        size_t g = i ? 800000 : 410000;
+        r = explain_and_try(p, g);
+        assert_int_equal(r.kind, POOL_REFUSAL_FRAGMENTED);
+        assert_int_equal(r.usable_largest, run);
+        assert_int_equal(r.free_bytes, st.free_bytes);
+        assert_int_equal(r.slab_free_bytes, st.slab_free_bytes);
+        assert_int_equal(r.reserved_bytes, 64 * MiB);
+        char want[256], f[4][FMT_BYTES_LEN], got[256];
+        snprintf(want, sizeof want,
+                 "fragmentation: %s free, but the largest block a %s request can be given is %s "
+                 "(%s of the free space is free slots in small-block pages)",
+                 fmt_bytes(f[0], st.free_bytes), fmt_bytes(f[1], desc_align(g)),
+                 fmt_bytes(f[2], run), fmt_bytes(f[3], st.slab_free_bytes));
+        assert_int_equal(pool_refusal_describe(&r, got, sizeof got), strlen(want));
+        assert_string_equal(got, want);
+    }
+    /* A slab-sized request is given a slot of its class (or a free run). */
+    r = explain_and_try(p, 100032);
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    r = explain_and_try(p, 64 * MiB + 1); /* more than the pool could ever hold */
+    assert_int_equal(r.kind, POOL_REFUSAL_TOO_LARGE);
+    assert_string_equal(pool_refusal_name(r.kind), "too large");
+    char got[160];
+    pool_refusal_describe(&r, got, sizeof got);
+    assert_string_equal(got, "too large: 67108928 B needed, more than the pool can ever hold "
+                             "(67108864 B)");
+    for (size_t i = 0; i < n; i += 5) must_free(p, a[i]);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+/* The other kinds: nothing free at all (exhausted), the seed's puzzle (fragmentation without
+ * free slots), a slab-sized request served by a larger class's free slot, and the sentence's
+ * truncation. */
+static void test_refusal_kinds(void **state)
+{
+    (void)state;
+    /* Exhausted: a pool of one large block. */
+    pool_t *p = pool_create(0x1200000000ull, 8 * MiB);
+    uintptr_t big = must_alloc(p, 8 * MiB - 64 * KiB);
+    pool_refusal_t r = explain_and_try(p, 100 * KiB);
+    assert_int_equal(r.kind, POOL_REFUSAL_EXHAUSTED);
+    assert_int_equal(r.free_bytes, 64 * KiB);
+    assert_int_equal(r.usable_largest, 64 * KiB);
+    char s[128];
+    pool_refusal_describe(&r, s, sizeof s);
+    assert_string_equal(s, "exhausted: 64.0 KiB free, 100.0 KiB needed");
+    assert_string_equal(pool_refusal_name(r.kind), "exhausted");
+    r = explain_and_try(p, 64 * KiB); /* exactly what is left: a 64 KiB page cannot be
+                                           carved (256 KiB minimum), the large heap serves it */
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(r.usable_largest, 64 * KiB);
+    pool_refusal_describe(&r, s, sizeof s);
+    assert_string_equal(s, "none: a 64.0 KiB request fits (the largest block it can be given is "
+                           "64.0 KiB)");
+    /* Truncation: as snprintf. */
+    char small[10];
+    assert_int_equal(pool_refusal_describe(&r, small, sizeof small), strlen(s));
+    assert_string_equal(small, "none: a 6");
+    assert_int_equal(pool_refusal_describe(&r, NULL, 0), strlen(s));
+    must_free(p, big);
+    pool_destroy(p);
+
+    /* The seed's puzzle: 4 GiB free in 1 GiB pieces, no free slot. */
+    p = pool_create(0x200000000000ull, 8 * GiB);
+    uintptr_t blk[8];
+    for (int i = 0; i < 8; i++) blk[i] = must_alloc(p, GiB);
+    for (int i = 1; i < 8; i += 2) must_free(p, blk[i]);
+    r = explain_and_try(p, 2 * GiB);
+    assert_int_equal(r.kind, POOL_REFUSAL_FRAGMENTED);
+    assert_int_equal(r.usable_largest, GiB);
+    assert_int_equal(r.slab_free_bytes, 0);
+    pool_refusal_describe(&r, s, sizeof s);
+    assert_string_equal(s, "fragmentation: 4.0 GiB free, but the largest block a 2.0 GiB request "
+                           "can be given is 1.0 GiB");
+    assert_string_equal(pool_refusal_name(r.kind), "fragmentation");
+    r = explain_and_try(p, GiB);
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    for (int i = 0; i < 8; i += 2) must_free(p, blk[i]);
+    pool_destroy(p);
+
+    /* A free slot of a larger class is the largest block a small request can be given. */
+    p = pool_create(0x1300000000ull, 4 * MiB);
+    uintptr_t x = must_alloc(p, 200 * KiB), y = must_alloc(p, 200 * KiB);
+    slab_page_t *pg = slab_page_of(&p->slab, x);
+    assert_ptr_equal(slab_page_of(&p->slab, y), pg);
+    assert_int_equal(pg->nslots, 2);
+    uintptr_t rest = must_alloc(p, 4 * MiB - pg->span); /* the whole large heap */
+    must_free(p, x);                                    /* one free 224 KiB slot */
+    r = explain_and_try(p, 1000);
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(r.usable_largest, pg->slot);
+    r = explain_and_try(p, pg->slot + 64); /* larger than the class: nothing */
+    assert_int_equal(r.kind, POOL_REFUSAL_EXHAUSTED);
+    assert_int_equal(r.usable_largest, 0);
+    assert_int_equal(r.slab_free_bytes, pg->slot);
+    must_free(p, y);
+    must_free(p, rest);
+    assert_one_free_block(p, 4 * MiB);
+    pool_destroy(p);
+    assert_string_equal(pool_refusal_name(POOL_REFUSAL_NONE), "none");
+    assert_string_equal(pool_refusal_name((enum pool_refusal_kind)42), "unknown");
 }
 
 static void coalesce_in_order(int order, uint64_t seed)
@@ -364,7 +540,7 @@ static void coalesce_in_order(int order, uint64_t seed)
         size_t g = rng_next(&seed) % 4 == 0 ? rng_range(&seed, MiB + 1, 3 * MiB)
                                             : rng_range(&seed, 1, 200 * KiB);
         uintptr_t a;
-        int rc = pool_alloc(p, g, g, &a);
+        int rc = pool_alloc(p, g, g, &a, NULL);
         if (rc == POOL_ENOMEM) break;
         assert_int_equal(rc, POOL_OK);
         live[n++] = a;
@@ -522,7 +698,7 @@ static void test_cached_page_and_tiny_pool(void **state)
     uintptr_t c = must_alloc(p, 900 * KiB); /* above the slab limit: the large heap */
     assert_null(slab_page_of(&p->slab, c));
     uintptr_t d;
-    assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d), POOL_ENOMEM); /* 60 KiB are left */
+    assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d, NULL), POOL_ENOMEM); /* 60 KiB are left */
     check_pool(p);
     must_free(p, b);
     must_free(p, a);
@@ -569,7 +745,7 @@ static void test_stats_consistency(void **state)
             size_t g = rng_range(&seed, (size_t)1 << bits, ((size_t)2 << bits) - 1);
             size_t r = g - g / 3;
             uintptr_t a;
-            int rc = pool_alloc(p, r, g, &a);
+            int rc = pool_alloc(p, r, g, &a, NULL);
             if (rc == POOL_OK) {
                 live[n++] = a;
                 granted_sum += g;
@@ -643,10 +819,10 @@ static void test_exact_class_probe(void **state)
     must_free(p, b);
     must_free(p, a); /* head of the class list now: too small for R */
     uintptr_t r;
-    assert_int_equal(pool_alloc(p, R, R, &r), POOL_OK);
+    assert_int_equal(pool_alloc(p, R, R, &r, NULL), POOL_OK);
     assert_int_equal(r, b);
     check_pool(p);
-    assert_int_equal(pool_alloc(p, 0, B + 64, &r), POOL_ENOMEM); /* nothing that large */
+    assert_int_equal(pool_alloc(p, 0, B + 64, &r, NULL), POOL_ENOMEM); /* nothing that large */
     must_free(p, b);
     must_free(p, s1);
     must_free(p, s2);
@@ -674,11 +850,15 @@ static void test_exact_class_search(void **state)
     uintptr_t rest = must_alloc(p, st.free_bytes);
     must_free(p, b); /* first in, so last in the LIFO class list */
     for (int i = 0; i < NSMALL; i++) must_free(p, a[i]);
+    pool_refusal_t why;
+    pool_explain(p, R, &why); /* the classifier promises it, so the search must find it */
+    assert_int_equal(why.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(why.usable_largest, B);
     uintptr_t r;
-    assert_int_equal(pool_alloc(p, R, R, &r), POOL_OK);
+    assert_int_equal(pool_alloc(p, R, R, &r, NULL), POOL_OK);
     assert_int_equal(r, b);
     check_pool(p);
-    assert_int_equal(pool_alloc(p, 0, B + 64, &r), POOL_ENOMEM); /* nothing that large */
+    assert_int_equal(pool_alloc(p, 0, B + 64, &r, NULL), POOL_ENOMEM); /* nothing that large */
     must_free(p, b);
     for (int i = 0; i <= NSMALL; i++) must_free(p, sep[i]);
     must_free(p, rest);
@@ -697,7 +877,7 @@ static void test_many_blocks(void **state)
     uint64_t seed = 17;
     for (size_t i = 0; i < N; i++) {
         size_t g = rng_range(&seed, 1, 8 * KiB);
-        assert_int_equal(pool_alloc(p, g, g, &live[i]), POOL_OK);
+        assert_int_equal(pool_alloc(p, g, g, &live[i], NULL), POOL_OK);
         if (i < 2500 || i % 100 == 0) check_pool(p);
     }
     pool_stats_t st;
@@ -761,7 +941,7 @@ static void test_slab_class_boundaries(void **state)
         size_t sizes[2] = {c == 0 ? 1 : slab_geom[c - 1].slot + 1, slot};
         uintptr_t a[2];
         for (int i = 0; i < 2; i++) {
-            assert_int_equal(pool_alloc(p, sizes[i] / 2, sizes[i], &a[i]), POOL_OK);
+            assert_int_equal(pool_alloc(p, sizes[i] / 2, sizes[i], &a[i], NULL), POOL_OK);
             check_pool(p);
             slab_page_t *pg = slab_page_of(&p->slab, a[i]);
             assert_non_null(pg);
@@ -974,10 +1154,10 @@ static void test_slab_larger_class_fallback(void **state)
     assert_int_equal(st.free_blocks, 0);
     assert_int_equal(st.overhead_bytes, span - 1000 - granted);
     uintptr_t x;
-    assert_int_equal(pool_alloc(p, 0, 64, &x), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, 64, &x, NULL), POOL_ENOMEM);
     check_pool(p);
     must_free(p, s[10]);
-    assert_int_equal(pool_alloc(p, 0, 64, &x), POOL_OK); /* the slot just freed */
+    assert_int_equal(pool_alloc(p, 0, 64, &x, NULL), POOL_OK); /* the slot just freed */
     assert_int_equal(x, s[10]);
     s[10] = x;
     check_pool(p);
@@ -1175,6 +1355,64 @@ static void test_walk_stops(void **state)
     pool_destroy(p);
 }
 
+/* ---- leveled assertions ---------------------------------------------------------------- */
+#if NPUPOOL_DEBUG >= 2
+typedef struct misuse {
+    pool_t *p;   /* pool the child misuses */
+    uintptr_t a; /* a live slot */
+    int what;    /* which violation */
+} misuse_t;
+
+static void misuse(misuse_t *m)
+{
+    pool_t *p = m->p;
+    slab_page_t *pg = slab_page_of(&p->slab, m->a);
+    switch (m->what) {
+    case 0: tlsf_coalesce(&p->large, &p->desc, p->large_first); break; /* a FREE block */
+    case 1: slab_slot_give(&p->slab, pg, 1); break;                    /* a free slot */
+    case 2: tlsf_remove(&p->large, pg->blk); break;                    /* a PAGE block */
+    case 3: pool_explain(NULL, 64, NULL); break;                       /* contract */
+    }
+}
+
+/* Run misuse number `what` in a child (stderr to /dev/null); it must die of SIGABRT. */
+static void expect_abort(misuse_t *m, int what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 2);
+        m->what = what;
+        misuse(m);
+        _exit(0); /* the assertion did not fire */
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT)
+        fail_msg("misuse %d: child ended with status %#x, not SIGABRT", what, st);
+}
+#endif
+
+/* The assertions of base/debug.h are on in the sanitizer builds (NPUPOOL_DEBUG=2): deliberate
+ * precondition violations abort (in a child).  The plain build compiles them out: nothing to
+ * test there (not a cmocka skip(), which TAP reports as "not ok ... # SKIP"). */
+static void test_assertions_fire(void **state)
+{
+    (void)state;
+#if NPUPOOL_DEBUG >= 2
+    pool_t *p = pool_create(0x1400000000ull, 64 * MiB);
+    uintptr_t big = must_alloc(p, 4 * MiB);
+    must_free(p, big); /* the whole range is one FREE block */
+    misuse_t m = {.p = p, .a = must_alloc(p, 1000)};
+    for (int what = 0; what < 4; what++) expect_abort(&m, what);
+    check_pool(p); /* the parent's pool is untouched */
+    must_free(p, m.a);
+    pool_destroy(p);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1183,6 +1421,8 @@ int main(void)
         cmocka_unit_test(test_misuse),
         cmocka_unit_test(test_exhaustion),
         cmocka_unit_test(test_oom_puzzle),
+        cmocka_unit_test(test_refusal_issue_scenario),
+        cmocka_unit_test(test_refusal_kinds),
         cmocka_unit_test(test_coalesce_forward),
         cmocka_unit_test(test_coalesce_reverse),
         cmocka_unit_test(test_coalesce_random),
@@ -1199,6 +1439,7 @@ int main(void)
         cmocka_unit_test(test_slab_misuse),
         cmocka_unit_test(test_slab_larger_class_fallback),
         cmocka_unit_test(test_free_runs_across_pages),
+        cmocka_unit_test(test_assertions_fire),
         cmocka_unit_test(test_walk_kinds),
         cmocka_unit_test(test_snapshot),
     };

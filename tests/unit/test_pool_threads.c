@@ -54,7 +54,7 @@ static void *worker_main(void *arg)
             unsigned bits = (unsigned)(rng_next(&w->seed) % 22);
             size_t g = ((size_t)1 << bits) + (size_t)(rng_next(&w->seed) % ((size_t)1 << bits));
             uintptr_t a;
-            int rc = pool_alloc(w->pool, g / 2, g, &a);
+            int rc = pool_alloc(w->pool, g / 2, g, &a, NULL);
             if (rc == POOL_OK) {
                 size_t got = 0;
                 if (a % POOL_ALIGN || pool_block_size(w->pool, a, &got, NULL) != POOL_OK ||
@@ -215,7 +215,7 @@ static void test_lock_unlock(void **state)
     pool_lock(p);
     pool_unlock(p);
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, 4096, &a), POOL_OK);
+    assert_int_equal(pool_alloc(p, 0, 4096, &a, NULL), POOL_OK);
     assert_int_equal(pool_free(p, a, NULL, NULL), POOL_OK);
     pool_destroy(p);
 }
