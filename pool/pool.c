@@ -120,6 +120,8 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
         if (p->allocated_bytes > p->peak_allocated_bytes)
             p->peak_allocated_bytes = p->allocated_bytes;
     } else {
+        debug_assert_internal(p->live_blocks > 0 && p->allocated_bytes >= granted &&
+                              p->bucket_live_blocks[k] > 0);
         p->allocated_bytes -= granted;
         p->requested_bytes -= requested;
         p->live_blocks--;
@@ -135,6 +137,7 @@ static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested,
     if (desc_reserve(&p->desc, 3) != 0 || addrmap_reserve(&p->live, 1) != 0) return 0;
     desc_t *b = slab_large_find(&p->slab, need);
     if (!b) return 0;
+    debug_assert_internal(b->state == DESC_FREE && b->size >= need);
     tlsf_remove(&p->large, b);
     b = tlsf_split(&p->large, &p->desc, b, need, 0);
     b->state = DESC_LIVE;
@@ -208,6 +211,7 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool
         pthread_mutex_unlock(&p->lock);
         return POOL_ENOMEM;
     }
+    debug_assert_internal(addr % POOL_ALIGN == 0 && addr >= p->ubase && p->uend - addr >= need);
     count_live(p, granted, requested, +1);
     p->allocs++;
     *out = addr;
@@ -253,6 +257,7 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
         rc = POOL_ENOTLIVE;
     } else {
         desc_t *b = (desc_t *)(uintptr_t)v;
+        debug_assert_internal(b->state == DESC_LIVE && b->addr == addr);
         if (granted_out) *granted_out = b->granted;
         if (requested_out) *requested_out = b->requested;
         count_live(p, b->granted, b->requested, -1);

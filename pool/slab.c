@@ -224,6 +224,7 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
         free(pg);
         return NULL;
     }
+    debug_assert_internal(f->state == DESC_FREE && f->size >= span);
     id_take(s, id);
     tlsf_remove(s->heap, f);
     desc_t *blk = tlsf_split(s->heap, s->desc, f, span, 1);

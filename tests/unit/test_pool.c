@@ -59,10 +59,12 @@ static void shuffle(uintptr_t *a, size_t n, uint64_t *s)
 
 /* ---- walk helpers ---------------------------------------------------------------------- */
 typedef struct walk_sum {
-    size_t free_blocks, free_bytes, largest, live_blocks, live_bytes; /* all free extents */
+    size_t free_blocks, free_bytes;     /* free extents (FREE and SLOTS) and their bytes */
+    size_t largest;                     /* longest FREE extent */
+    size_t live_blocks, live_bytes;     /* live extents and their granted bytes */
     size_t runs, slot_runs, slot_bytes; /* FREE extents, SLOTS extents and their bytes */
-    uintptr_t last_end;
-    int order_ok;
+    uintptr_t last_end;                 /* end of the previous extent */
+    int order_ok;                       /* 0 once an extent came out of address order */
 } walk_sum_t;
 
 static int walk_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
@@ -1211,14 +1213,14 @@ static void test_free_runs_across_pages(void **state)
 static int stop_at_second(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind);
 
 typedef struct extent {
-    uintptr_t addr;
-    size_t size;
-    enum pool_extent kind;
+    uintptr_t addr;        /* first byte */
+    size_t size;           /* bytes (granted for a live one) */
+    enum pool_extent kind; /* what pool_walk said it is */
 } extent_t;
 
 typedef struct extents {
-    extent_t e[32];
-    size_t n;
+    extent_t e[32]; /* the first 32 extents of a walk */
+    size_t n;       /* extents the walk reported (may exceed 32) */
 } extents_t;
 
 static int record_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
