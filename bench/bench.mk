@@ -9,12 +9,12 @@ BENCH_OBJS := $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/bench/bench_frag.o \
 $(BENCH_OBJS): CFLAGS += -O2
 
 $(BUILD)/bench/bench_pool: $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/bench/firstfit.o \
-                           $(BUILD)/libnpupool_pool.a
+                           $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
 $(BUILD)/bench/bench_frag: $(BUILD)/obj/bench/bench_frag.o $(BUILD)/obj/bench/firstfit.o \
-                           $(BUILD)/libnpupool_pool.a
+                           $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 

@@ -157,7 +157,7 @@ static size_t live_pos(const runner_t *r, size_t off)
 
 static int runner_alloc(runner_t *r, size_t bytes, uintptr_t *addr, int track)
 {
-    if (r->kind == 0) return pool_alloc(r->pool, bytes, bytes, addr) == POOL_OK ? 0 : -1;
+    if (r->kind == 0) return pool_alloc(r->pool, bytes, bytes, addr, NULL) == POOL_OK ? 0 : -1;
     size_t off;
     if (ff_alloc(r->ff, bytes, &off) != 0) return -1;
     *addr = off;

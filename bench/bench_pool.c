@@ -123,7 +123,10 @@ typedef struct alloc_ops {
 
 static void *np_create(void) { return pool_create(POOL_BASE, POOL_RANGE); }
 static void np_destroy(void *c) { pool_destroy(c); }
-static int np_alloc(void *c, size_t size, uintptr_t *a) { return pool_alloc(c, size, size, a); }
+static int np_alloc(void *c, size_t size, uintptr_t *a)
+{
+    return pool_alloc(c, size, size, a, NULL);
+}
 static void np_free(void *c, uintptr_t a) { pool_free(c, a, NULL, NULL); }
 
 static int g_dummy;

@@ -3,7 +3,7 @@
  *
  * Algorithm (bounds are per call, independent of the number of live blocks):
  *   alloc(granted): need = granted rounded up to 64.
- *     need <= PL_SLAB_MAX (256 KiB): class c = class_of(need) (slab.h).
+ *     need <= SLAB_MAX (256 KiB): class c = class_of(need) (slab.h).
  *       1. fast path: the head page of c's partial list -> lowest free slot (two
  *          find-first-set).  Nothing else is touched: no hash, no descriptor, no heap.
  *       2. one of c's cached empty pages, if any, goes back on the partial list -> 1.
@@ -11,11 +11,11 @@
  *       4. no page could be carved (large heap exhausted even after giving back the cached
  *          pages, pool smaller than a page, host OOM): serve the request from the large heap
  *          directly (a LIVE large block of exactly `need` bytes, in the address map);
- *       5. else a free slot of the next larger class that has one (scan of < PL_NCLASSES
+ *       5. else a free slot of the next larger class that has one (scan of < SLAB_NCLASSES
  *          classes): the price of never refusing a request that some free slot could hold.
  *       A slot whose granted - requested does not fit its 32-bit record takes one req_map
  *       entry, reserved before anything changes (never for ACL's rounding).
- *     need > PL_SLAB_MAX: large heap (TLSF, tlsf.h), cut from the bottom of the block found;
+ *     need > SLAB_MAX: large heap (TLSF, tlsf.h), cut from the bottom of the block found;
  *       on a miss the cached empty pages are given back and the search is repeated once.
  *       Then one insert into the address map (expected O(1)).  Everything that could fail
  *       for lack of host memory (3 descriptors, 1 map slot) is reserved before anything
@@ -25,17 +25,23 @@
  *     the slot's bit is set again; a page whose last slot was freed is cached or given back
  *     (slab.c).  Otherwise: address map lookup (expected O(1)), unmap, coalesce with the
  *     physical neighbours in the large heap (O(1)).  When no block is live any more, every
- *     cached page is given back, so an empty pool is one free block over [ubase, uend).
+ *     cached page is given back (here, after either kind of free), so an empty pool is one
+ *     free block over [ubase, uend).
  * Bound: slab alloc/free = O(1) (a handful of loads and stores in the class, the page's hot
  *   line, one bitmap word and one slot record); a page carve/release adds the O(1) large-heap
- *   work and <= 17 granule-table stores; giving back the cache is <= PL_NCLASSES *
- *   PL_CACHE_PAGES page releases.  Large alloc = at most 2 pheap_find (each two find-first-set
- *   + at most PL_PROBE list steps) + 1 split + one hash insert; large free = one hash delete +
- *   1 coalesce.
+ *   work and <= 17 granule-table stores; giving back the cache is <= SLAB_NCLASSES *
+ *   SLAB_CACHE_PAGES page releases.  Large alloc = at most 2 tlsf_find (each two
+ *   find-first-set, plus a walk of the request's own class list when no larger class holds a
+ *   block: tlsf.c) + 1 split + one hash insert; large free = one hash delete + 1 coalesce.
+ * Refusals: a request is refused iff no free run (FREE blocks and cached pages, which a miss
+ *   gives back) is large enough and, for a slab-sized one, no class at or above its own has a
+ *   free slot; the TLSF search is exact (tlsf.c), so pool_classify (pool_stats.c), which
+ *   states that rule, agrees with this file in every state.  It runs only on a refusal and
+ *   only when the caller asked why.
  * Invariants: see pool_internal.h (tiling), slab.h (pages) and pool_check.c.
  * Statistics: pool_walk() reports a live block or slot with its granted size (what the caller
- * owns), free memory as maximal runs (pool_stats.c); slot - granted (or block size - granted)
- * is the overhead of the conservation law.
+ * owns), free memory as free runs and runs of free slots (pool_stats.c); slot - granted (or
+ * block size - granted) is the overhead of the conservation law.
  * Locking: one pthread mutex per pool around every call except pool_contains, which compares
  * against the immutable range only (pool_free also reads the granule directory before
  * locking, atomically, to prefetch the entry).  pool_lock/pool_unlock exist for fork handlers.
@@ -43,8 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slab.h"
-#include "tlsf.h"
+#include "pool_internal.h"
 
 pool_t *pool_create(uintptr_t base, size_t size)
 {
@@ -52,34 +57,33 @@ pool_t *pool_create(uintptr_t base, size_t size)
     uintptr_t ubase = (base + POOL_ALIGN - 1) & ~(uintptr_t)(POOL_ALIGN - 1);
     uintptr_t uend = (base + size) & ~(uintptr_t)(POOL_ALIGN - 1);
     if (ubase < base || uend <= ubase) return NULL; /* not even one aligned block fits */
-    pl_classes_init();
+    slab_geom_init();
     pool_t *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->base = base;
     p->size = size;
     p->ubase = ubase;
     p->uend = uend;
-    pheap_init(&p->large);
-    pdesc_init(&p->desc);
+    tlsf_init(&p->large);
+    desc_store_init(&p->desc);
     if (pthread_mutex_init(&p->lock, NULL) != 0) {
         free(p);
         return NULL;
     }
-    if (addrmap_init(&p->live, PL_MAP_INITIAL) != 0 || addrmap_init(&p->req_map, 16) != 0 ||
-        pdesc_reserve(&p->desc, 1) != 0 || pl_slab_init(p) != 0) {
-        pl_slab_destroy(p);
+    if (addrmap_init(&p->live, POOL_MAP_INITIAL) != 0 || desc_reserve(&p->desc, 1) != 0 ||
+        slab_init(&p->slab, ubase, uend - ubase, &p->large, &p->desc) != 0) {
+        slab_destroy(&p->slab);
         addrmap_destroy(&p->live);
-        addrmap_destroy(&p->req_map);
-        pdesc_destroy(&p->desc);
+        desc_store_destroy(&p->desc);
         pthread_mutex_destroy(&p->lock);
         free(p);
         return NULL;
     }
-    pblock_t *b = pdesc_get(&p->desc);
+    desc_t *b = desc_get(&p->desc);
     b->addr = ubase;
     b->size = uend - ubase;
-    b->state = PB_FREE;
-    pheap_insert(&p->large, b);
+    b->state = DESC_FREE;
+    tlsf_insert(&p->large, b);
     p->large_first = b;
     return p;
 }
@@ -87,10 +91,9 @@ pool_t *pool_create(uintptr_t base, size_t size)
 void pool_destroy(pool_t *p)
 {
     if (!p) return;
-    pl_slab_destroy(p);
+    slab_destroy(&p->slab);
     addrmap_destroy(&p->live);
-    addrmap_destroy(&p->req_map);
-    pdesc_destroy(&p->desc);
+    desc_store_destroy(&p->desc);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -107,7 +110,7 @@ void pool_unlock(pool_t *p) { pthread_mutex_unlock(&p->lock); }
 
 static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
 {
-    int k = pl_bucket_of(granted);
+    int k = bucket_of(granted);
     if (sign > 0) {
         p->allocated_bytes += granted;
         p->requested_bytes += requested;
@@ -117,6 +120,8 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
         if (p->allocated_bytes > p->peak_allocated_bytes)
             p->peak_allocated_bytes = p->allocated_bytes;
     } else {
+        debug_assert_internal(p->live_blocks > 0 && p->allocated_bytes >= granted &&
+                              p->bucket_live_blocks[k] > 0);
         p->allocated_bytes -= granted;
         p->requested_bytes -= requested;
         p->live_blocks--;
@@ -129,17 +134,18 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
  * entered in the address map.  0 when nothing fits (or host OOM). */
 static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested, uintptr_t *out)
 {
-    if (pdesc_reserve(&p->desc, 3) != 0 || addrmap_reserve(&p->live, 1) != 0) return 0;
-    pblock_t *b = pl_large_find(p, need);
+    if (desc_reserve(&p->desc, 3) != 0 || addrmap_reserve(&p->live, 1) != 0) return 0;
+    desc_t *b = slab_large_find(&p->slab, need);
     if (!b) return 0;
-    pheap_remove(&p->large, b);
-    b = pheap_split(&p->large, &p->desc, b, need, 0);
-    b->state = PB_LIVE;
+    debug_assert_internal(b->state == DESC_FREE && b->size >= need);
+    tlsf_remove(&p->large, b);
+    b = tlsf_split(&p->large, &p->desc, b, need, 0);
+    b->state = DESC_LIVE;
     b->granted = granted;
     b->requested = requested;
     if (addrmap_put_new(&p->live, b->addr, (uint64_t)(uintptr_t)b) != 0) {
         /* Cannot happen after addrmap_reserve; undo rather than leak the block. */
-        pheap_insert(&p->large, pheap_coalesce(&p->large, &p->desc, b));
+        tlsf_insert(&p->large, tlsf_coalesce(&p->large, &p->desc, b));
         return 0;
     }
     *out = b->addr;
@@ -150,45 +156,48 @@ static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested,
 static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t requested,
                       uintptr_t *out)
 {
-    pclass_t *cl = &p->cls[c];
+    slab_class_t *cl = &p->slab.cls[c];
     if (cl->cached) {
-        *out = pl_slot_take(p, pl_uncache(p, cl), granted, requested);
+        *out = slab_slot_take(&p->slab, slab_uncache(&p->slab, cl), granted, requested);
         return 1;
     }
-    if (pdesc_reserve(&p->desc, 3) != 0) return 0;
-    ppage_t *pg = pl_page_new(p, c);
+    if (desc_reserve(&p->desc, 3) != 0) return 0;
+    slab_page_t *pg = slab_page_new(&p->slab, c);
     if (pg) {
-        *out = pl_slot_take(p, pg, granted, requested);
+        *out = slab_slot_take(&p->slab, pg, granted, requested);
         return 1;
     }
     if (large_alloc(p, need, granted, requested, out)) return 1;
-    for (unsigned k = c + 1; k < PL_NCLASSES; k++) {
-        pclass_t *d = &p->cls[k];
-        if (!d->partial && d->cached) pl_uncache(p, d);
+    for (unsigned k = c + 1; k < SLAB_NCLASSES; k++) {
+        slab_class_t *d = &p->slab.cls[k];
+        if (!d->partial && d->cached) slab_uncache(&p->slab, d);
         if (d->partial) {
-            *out = pl_slot_take(p, d->partial, granted, requested);
+            *out = slab_slot_take(&p->slab, d->partial, granted, requested);
             return 1;
         }
     }
     return 0;
 }
 
-int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out)
+int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why)
 {
-    if (!p || !out || granted == 0 || requested > granted || granted > p->uend - p->ubase)
+    if (!p || !out || granted == 0 || requested > granted) return POOL_EINVAL;
+    if (granted > p->uend - p->ubase) {
+        if (why) pool_explain(p, granted, why); /* POOL_REFUSAL_TOO_LARGE */
         return POOL_EINVAL;
-    size_t need = pl_align_up(granted);
+    }
+    size_t need = desc_align(granted);
     uintptr_t addr = 0;
     int ok;
     pthread_mutex_lock(&p->lock);
-    if (need <= PL_SLAB_MAX && pl_slot_escapes(granted, requested) &&
-        addrmap_reserve(&p->req_map, 1) != 0) {
+    if (need <= SLAB_MAX && slab_slot_escapes(granted, requested) &&
+        addrmap_reserve(&p->slab.req_map, 1) != 0) {
         ok = 0; /* host OOM */
-    } else if (need <= PL_SLAB_MAX) {
-        unsigned c = pl_class_of(need);
-        ppage_t *pg = p->cls[c].partial;
+    } else if (need <= SLAB_MAX) {
+        unsigned c = slab_class_of(need);
+        slab_page_t *pg = p->slab.cls[c].partial;
         if (pg) {
-            addr = pl_slot_take(p, pg, granted, requested);
+            addr = slab_slot_take(&p->slab, pg, granted, requested);
             ok = 1;
         } else {
             ok = small_slow(p, c, need, granted, requested, &addr);
@@ -198,9 +207,11 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out)
     }
     if (!ok) {
         p->failed_allocs++;
+        if (why) pool_classify(p, granted, why); /* the state that refused, same lock hold */
         pthread_mutex_unlock(&p->lock);
         return POOL_ENOMEM;
     }
+    debug_assert_internal(addr % POOL_ALIGN == 0 && addr >= p->ubase && p->uend - addr >= need);
     count_live(p, granted, requested, +1);
     p->allocs++;
     *out = addr;
@@ -213,49 +224,51 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
     if (!p) return POOL_ENOTOWNED;
     /* gran_dir and ngran never change after pool_create, and a leaf once made stays until
      * pool_destroy: start the granule entry's load while the lock is being taken. */
-    size_t g = (addr - p->ubase) >> PL_PAGE_SHIFT;
-    if (g < p->ngran) {
-        const pgran_t *leaf =
-            __atomic_load_n(&p->gran_dir[g >> PL_GRAN_LEAF_SHIFT], __ATOMIC_RELAXED);
-        if (leaf) __builtin_prefetch(&leaf[g & (PL_GRAN_LEAF - 1)]);
+    size_t g = (addr - p->ubase) >> SLAB_PAGE_SHIFT;
+    if (g < p->slab.ngran) {
+        const slab_gran_t *leaf =
+            __atomic_load_n(&p->slab.gran_dir[g >> SLAB_GRAN_LEAF_SHIFT], __ATOMIC_RELAXED);
+        if (leaf) __builtin_prefetch(&leaf[g & (SLAB_GRAN_LEAF - 1)]);
     }
     pthread_mutex_lock(&p->lock);
     int rc = POOL_OK;
-    ppage_t *pg;
+    slab_page_t *pg;
     uint64_t v;
     if (!in_range(p, addr)) {
         rc = POOL_ENOTOWNED;
-    } else if ((pg = pl_page_of(p, addr)) != NULL) {
-        long idx = pl_slot_live(pg, addr);
+    } else if ((pg = slab_page_of(&p->slab, addr)) != NULL) {
+        long idx = slab_slot_live(pg, addr);
         if (idx < 0) {
             rc = POOL_ENOTLIVE;
         } else {
-            pslot_t s = pl_slots(pg)[idx];
-            size_t g = pl_slot_granted(s), r = g - (s >> PL_SLOT_GBITS);
-            if ((s >> PL_SLOT_GBITS) == PL_REQ_ESCAPE) {
+            slab_slot_t s = slab_slots(pg)[idx];
+            size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
+            if ((s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE) {
                 uint64_t v = 0;
-                addrmap_del(&p->req_map, addr, &v);
+                addrmap_del(&p->slab.req_map, addr, &v);
                 r = (size_t)v;
             }
             if (granted_out) *granted_out = g;
             if (requested_out) *requested_out = r;
             count_live(p, g, r, -1);
-            pl_slot_give(p, pg, (uint32_t)idx);
+            slab_slot_give(&p->slab, pg, (uint32_t)idx);
         }
     } else if (!addrmap_del(&p->live, addr, &v)) {
         rc = POOL_ENOTLIVE;
     } else {
-        pblock_t *b = (pblock_t *)(uintptr_t)v;
+        desc_t *b = (desc_t *)(uintptr_t)v;
+        debug_assert_internal(b->state == DESC_LIVE && b->addr == addr);
         if (granted_out) *granted_out = b->granted;
         if (requested_out) *requested_out = b->requested;
         count_live(p, b->granted, b->requested, -1);
-        pheap_insert(&p->large, pheap_coalesce(&p->large, &p->desc, b));
-        if (p->live_blocks == 0) pl_release_cached(p);
+        tlsf_insert(&p->large, tlsf_coalesce(&p->large, &p->desc, b));
     }
-    if (rc == POOL_OK)
+    if (rc == POOL_OK) {
         p->frees++;
-    else
+        if (p->live_blocks == 0) slab_release_cached(&p->slab); /* empty pool: one free block */
+    } else {
         p->invalid_frees++;
+    }
     pthread_mutex_unlock(&p->lock);
     return rc;
 }
@@ -265,18 +278,18 @@ int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requeste
     if (!pool_contains(p, addr)) return POOL_ENOTOWNED;
     pthread_mutex_lock(&p->lock);
     int rc = POOL_ENOTLIVE;
-    ppage_t *pg = pl_page_of(p, addr);
+    slab_page_t *pg = slab_page_of(&p->slab, addr);
     uint64_t v;
     if (pg) {
-        long idx = pl_slot_live(pg, addr);
+        long idx = slab_slot_live(pg, addr);
         if (idx >= 0) {
-            pslot_t s = pl_slots(pg)[idx];
-            if (granted) *granted = pl_slot_granted(s);
-            if (requested) *requested = pl_slot_requested(p, s, addr);
+            slab_slot_t s = slab_slots(pg)[idx];
+            if (granted) *granted = slab_slot_granted(s);
+            if (requested) *requested = slab_slot_requested(&p->slab, s, addr);
             rc = POOL_OK;
         }
     } else if (addrmap_get(&p->live, addr, &v)) {
-        const pblock_t *b = (const pblock_t *)(uintptr_t)v;
+        const desc_t *b = (const desc_t *)(uintptr_t)v;
         if (granted) *granted = b->granted;
         if (requested) *requested = b->requested;
         rc = POOL_OK;

@@ -12,9 +12,14 @@
  *   - pool_alloc(granted) returns a block of at least `granted` bytes that overlaps no other
  *     live block.  `granted` is what the caller's contract says belongs to the block (for ACL:
  *     ALIGN_UP(size,32)+32); `requested` is what the application asked for (statistics only).
- *   - Time: alloc and free are O(1) (TLSF-style two-level bitmaps, bounded list probes) plus one
- *     expected-O(1) hash lookup; they do not depend on the number of live blocks.
+ *   - Time: alloc and free are O(1) (TLSF-style two-level bitmaps, size-class slabs) plus one
+ *     expected-O(1) hash lookup; they do not depend on the number of live blocks.  The one
+ *     exception: a large request whose size class is the highest that holds free blocks
+ *     searches that class's list (blocks within 1/32 of each other) to its end, so that a
+ *     request is refused only when no free block could hold it.
  *   - Freed neighbours are coalesced at once.
+ *   - A refusal is explained by one classifier (pool_refusal_t, pool_explain): pool_alloc
+ *     succeeds iff it says POOL_REFUSAL_NONE.
  *   - Conservation, checked by pool_check():
  *       allocated_bytes (sum of granted) + free_bytes + overhead_bytes == reserved_bytes
  *     where overhead = rounding of granted up to the block size + unusable alignment head/tail.
@@ -36,7 +41,7 @@ typedef struct pool pool_t;
 /* Result codes (negative = error). */
 enum {
     POOL_OK = 0,
-    POOL_ENOMEM = -1,    /* no free block large enough (check stats to see why) */
+    POOL_ENOMEM = -1,    /* no free block large enough (pool_alloc's `why` says why) */
     POOL_EINVAL = -2,    /* size 0, or larger than the pool could ever hold */
     POOL_ENOTOWNED = -3, /* address outside [base, base+size): not this pool's */
     POOL_ENOTLIVE = -4,  /* inside the range but not the start of a live block:
@@ -52,22 +57,29 @@ int pool_bucket_of(size_t size); /* 0..POOL_NBUCKETS-1 */
 typedef struct pool_bucket_stats {
     uint64_t live_blocks; /* live allocations whose granted size falls in this bucket */
     uint64_t live_bytes;  /* sum of their granted bytes */
-    uint64_t free_blocks; /* free blocks whose size falls in this bucket */
-    uint64_t free_bytes;  /* sum of those free block sizes */
+    uint64_t free_blocks; /* free extents (runs and slot runs) whose size falls in this bucket */
+    uint64_t free_bytes;  /* sum of their sizes */
 } pool_bucket_stats_t;
 
+/* Free memory comes in two kinds (pool_walk reports both, see enum pool_extent):
+ *   free runs   maximal runs of FREE large-heap blocks together with cached empty slab pages:
+ *               memory any request can be given (the pool gives cached pages back on a miss);
+ *   free slots  maximal runs of free slots inside one slab page that holds live slots: only a
+ *               request of that page's size class or a smaller one can use them. */
 typedef struct pool_stats {
     uintptr_t base;              /* start of the managed range */
     size_t reserved_bytes;       /* size of the managed range */
     size_t allocated_bytes;      /* sum of granted bytes of live blocks */
     size_t requested_bytes;      /* sum of requested bytes of live blocks */
     size_t peak_allocated_bytes; /* high-water mark of allocated_bytes */
-    size_t free_bytes;           /* sum of free block sizes (all of them, any bucket) */
-    size_t largest_free_bytes;   /* size of the largest free block */
+    size_t free_bytes;           /* all free bytes: free runs + free slots */
+    size_t largest_free_bytes;   /* the largest free run: the largest block a request above the
+                                    slab limit can be given (pool_explain: any request) */
+    size_t slab_free_bytes;      /* free slots (part of free_bytes; in no free run) */
     size_t overhead_bytes;       /* reserved - allocated - free */
-    double fragmentation;        /* 1 - largest_free/free (0 when free == 0) */
+    double fragmentation;        /* 1 - largest_free/free (0 when free == 0): free slots count */
     uint64_t live_blocks;        /* number of live allocations */
-    uint64_t free_blocks;        /* number of free blocks */
+    uint64_t free_blocks;        /* free runs + runs of free slots (pool_walk's free extents) */
     uint64_t allocs;             /* successful pool_alloc calls */
     uint64_t frees;              /* successful pool_free calls */
     uint64_t failed_allocs;      /* pool_alloc calls answered POOL_ENOMEM */
@@ -80,9 +92,58 @@ typedef struct pool_stats {
 pool_t *pool_create(uintptr_t base, size_t size);
 void pool_destroy(pool_t *pool);
 
+/* Why a request is refused, or would be (pool_explain).  One classification for every
+ * consumer (the shim's stderr line, the JSON report), built on the largest block a request of
+ * that size could actually be given:
+ *   usable_largest   need > slab limit (256 KiB): the largest free run (pool_stats_t's
+ *                    largest_free_bytes: FREE blocks and cached empty pages side by side);
+ *                    a slab-sized need: the larger of that and the slot size of the largest
+ *                    class at or above the request's class that has a free slot (what
+ *                    pool_alloc's slow path tries).
+ *   kind             TOO_LARGE if granted is more than the pool's usable range; else NONE if
+ *                    usable_largest >= need; else EXHAUSTED if free_bytes < need; else
+ *                    FRAGMENTED.
+ * Guarantee (test_pool_random checks it after every operation): pool_alloc succeeds iff the
+ * kind is NONE, except when host memory for the pool's own metadata runs out (then pool_alloc
+ * answers POOL_ENOMEM with kind NONE). */
+enum pool_refusal_kind {
+    POOL_REFUSAL_NONE = 0,       /* it fits now */
+    POOL_REFUSAL_EXHAUSTED = 1,  /* free bytes < need */
+    POOL_REFUSAL_FRAGMENTED = 2, /* enough bytes free, no block a request of this size can be
+                                    given */
+    POOL_REFUSAL_TOO_LARGE = 3,  /* more than the pool could ever hold */
+};
+
+typedef struct pool_refusal {
+    enum pool_refusal_kind kind; /* see above */
+    size_t need;                 /* bytes the block needs: granted rounded up to POOL_ALIGN */
+    size_t free_bytes;           /* all free bytes (pool_stats_t.free_bytes) */
+    size_t usable_largest;       /* the largest block a request of THIS size could be given now */
+    size_t slab_free_bytes;      /* of free_bytes, free slots (pool_stats_t.slab_free_bytes) */
+    size_t reserved_bytes;       /* size of the managed range */
+} pool_refusal_t;
+
+/* "none", "exhausted", "fragmentation", "too large" ("unknown" for anything else). */
+const char *pool_refusal_name(enum pool_refusal_kind kind);
+
+/* The one human sentence for a refusal, e.g.
+ *   fragmentation: 9.8 MiB free, but the largest block a 400.4 KiB request can be given is
+ *   97.7 KiB (7.6 MiB of the free space is free slots in small-block pages)
+ *   exhausted: 1.2 MiB free, 2.0 GiB needed
+ *   too large: 80.0 GiB needed, more than the pool can ever hold (64.0 GiB)
+ * Writes at most len bytes with the terminating NUL (buf may be NULL when len is 0); returns
+ * the sentence's length, as snprintf does.  Reads only *r: no lock. */
+size_t pool_refusal_describe(const pool_refusal_t *r, char *buf, size_t len);
+
+/* What pool_alloc(granted) would find now (granted 0 is taken as 1).  Changes nothing. */
+void pool_explain(pool_t *pool, size_t granted, pool_refusal_t *out);
+
 /* pre: granted > 0, requested <= granted (requested may be 0 when unknown).
- * On POOL_OK *out is the block's start address. */
-int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out);
+ * On POOL_OK *out is the block's start address.  On POOL_ENOMEM, and on POOL_EINVAL for a
+ * request larger than the pool (kind TOO_LARGE), *why (if non-NULL) explains the refusal; on
+ * POOL_ENOMEM it is computed under the same lock hold that refused, so it describes exactly
+ * the state the request met.  Otherwise *why is not touched. */
+int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why);
 
 /* Free the block starting at addr.  On POOL_OK, *granted_out / *requested_out (either may be
  * NULL) receive what the block was allocated with. */
@@ -96,10 +157,23 @@ int pool_block_size(pool_t *pool, uintptr_t addr, size_t *granted, size_t *reque
 
 void pool_get_stats(pool_t *pool, pool_stats_t *out);
 
-/* Walk every block in address order under the pool lock; stop when cb returns non-zero.
- * `is_free` is 1 for a free block.  `size` is the block size (granted for live blocks). */
-typedef int (*pool_walk_fn)(void *ctx, uintptr_t addr, size_t size, int is_free);
+/* What pool_walk reports, in address order, tiling [base rounded up to 64, the end rounded
+ * down to 64) except the slack of live blocks and slots (size - granted). */
+enum pool_extent {
+    POOL_EXTENT_LIVE = 0,  /* a live block or slot; size = its granted bytes */
+    POOL_EXTENT_FREE = 1,  /* a free run: FREE large blocks and cached empty slab pages side by
+                              side, maximal (never next to another FREE extent) */
+    POOL_EXTENT_SLOTS = 2, /* free slots of one slab page that holds live slots, maximal inside
+                              the page; never merged across a page edge or with a FREE extent */
+};
+/* Walk callback: return non-zero to stop the walk (pool_walk then returns that value).  It runs
+ * under the pool lock: it must not call into the same pool. */
+typedef int (*pool_walk_fn)(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind);
 int pool_walk(pool_t *pool, pool_walk_fn cb, void *ctx);
+
+/* The statistics (if stats != NULL) and the walk (if cb != NULL) under ONE hold of the pool
+ * lock, so both describe the same instant.  Returns what the walk returns (0 without cb). */
+int pool_snapshot(pool_t *pool, pool_stats_t *stats, pool_walk_fn cb, void *ctx);
 
 /* Invariant checker: walks every block, list, bitmap and counter; returns the number of
  * violations (0 = consistent).  The first violation's description goes to `why` if non-NULL. */

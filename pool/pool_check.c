@@ -7,29 +7,34 @@
  *      requested <= granted, and is in the address map pointing at itself; every PAGE block
  *      names a page that names it back with the same address and span;
  *   2. every page: its id maps to it, it was reached by the tiling walk, geometry fits its
- *      class (slot, reciprocal, min_slots <= nslots <= max_slots, span >= one granule), bits past nslots are clear, summary bit w <=> bits[w] != 0, free bits ==
- *      nslots - live, every live slot has granted <= slot and requested <= granted (an
- *      escaped record has its req_map entry, and only then), the
- *      granule table names it for each granule it spans (cover or start entry) and the lookup
- *      finds it from its first and last byte; a clean run
- *      summary equals a fresh one;
+ *      class (slot, reciprocal, min_slots <= nslots <= max_slots, span >= one granule), bits
+ *      past nslots are clear, summary bit w <=> bits[w] != 0, free bits == nslots - live,
+ *      every live slot has granted <= slot and requested <= granted (an escaped record has its
+ *      req_map entry, and only then), the granule table names it for each granule it spans
+ *      (cover or start entry) and the lookup finds it from its first and last byte; a clean
+ *      run summary equals a fresh one;
  *   3. every class: its partial list holds exactly its pages with 0 < live < nslots, its
- *      cached list exactly its pages with no live slot, at most PL_CACHE_PAGES (mutual links,
- *      no cycle, no page on two lists), its page and live-slot counts; the cached-page count; the id tables
- *      (used + released ids == handed out, released ids unused); the number of non-zero
- *      granule fields equals what the pages need, so no entry is stray (with the per-page
- *      check this pins the whole table down);
+ *      cached list exactly its pages with no live slot, at most SLAB_CACHE_PAGES (mutual
+ *      links, no cycle, no page on two lists), its page and live-slot counts; the cached-page
+ *      count; the id tables (used + released ids == handed out, released ids unused); the
+ *      number of non-zero granule fields equals what the pages need, so no entry is stray
+ *      (with the per-page check this pins the whole table down);
  *   4. every class list of the large heap: bitmap bits <=> non-empty lists, mutual list links,
  *      each member FREE and in the class its size maps to, and reached by the walk; every FREE
  *      block of the walk is listed exactly once;
  *   5. counters: heap free bytes/blocks/buckets equal the list sums; slab free bytes equal the
  *      free slots; live count, allocated and requested bytes and buckets equal the walk's sums
  *      over live blocks and slots; the map holds exactly the LIVE large blocks and req_map
- *      exactly the escaped slots (addrmap_check of both); descriptors in use + free == total; nothing cached and no page while nothing is
- *      live;
- *   6. the free-space summary (what pool_get_stats reports: free blocks, largest, buckets)
- *      equals what pool_walk reports, and pool_walk's free runs are in address order, never
- *      adjacent to each other, and sum to the free bytes;
+ *      exactly the escaped slots (addrmap_check of both); descriptors in use + free == total;
+ *      nothing cached and no page while nothing is live;
+ *   6. free extents: step 1 also works out, independently (slot by slot), the FREE runs (FREE
+ *      blocks and empty pages side by side) and SLOTS runs (free slots of one page holding
+ *      live slots, cut at its edges); the summary behind the statistics (pool_summarize) and
+ *      what pool_walk reports must both equal them: counts, bytes, largest run, free slot
+ *      bytes, buckets.  pool_walk's extents must be in address order, no FREE extent next to
+ *      another, every SLOTS extent inside one page that holds live slots and maximal in it,
+ *      its live extents the live blocks with their granted bytes; the pages' run summaries and
+ *      their sums must be fresh after pool_summarize;
  *   7. conservation: allocated + free + overhead == reserved, overhead = sum over live blocks
  *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail.
  * Returns the number of violations; the first one's text goes to `why`.
@@ -38,8 +43,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "slab.h"
-#include "tlsf.h"
+#include "pool_internal.h"
 
 typedef struct sums {
     uint64_t live_blocks;                       /* live blocks and slots seen */
@@ -59,14 +63,16 @@ typedef struct sums {
 } sums_t;
 
 typedef struct chk {
-    pool_t *p;       /* pool under check */
-    int bad;         /* violations so far */
-    char *why;       /* first violation's text, or NULL */
-    size_t why_len;  /* bytes at why */
-    uint32_t seen;   /* mark of a block/page reached by the walk */
-    uint32_t listed; /* mark of a block/page also found in a list */
-    uint64_t limit;  /* more blocks than this in any chain means a cycle */
-    sums_t s;        /* sums from the walk */
+    pool_t *p;          /* pool under check */
+    int bad;            /* violations so far */
+    char *why;          /* first violation's text, or NULL */
+    size_t why_len;     /* bytes at why */
+    uint32_t seen;      /* mark of a block/page reached by the walk */
+    uint32_t listed;    /* mark of a block/page also found in a list */
+    uint64_t limit;     /* more blocks than this in any chain means a cycle */
+    sums_t s;           /* sums from the walk */
+    pool_summary_t ext; /* free extents as the walk finds them (item 6) */
+    size_t run;         /* bytes of the FREE run the walk is in, 0 = none */
 } chk_t;
 
 __attribute__((format(printf, 2, 3))) static void viol(chk_t *c, const char *fmt, ...)
@@ -80,9 +86,43 @@ __attribute__((format(printf, 2, 3))) static void viol(chk_t *c, const char *fmt
     c->bad++;
 }
 
+static void ext_record(pool_summary_t *e, size_t len)
+{
+    int k = bucket_of(len);
+    e->free_bytes += len;
+    e->bucket_blocks[k]++;
+    e->bucket_bytes[k] += len;
+}
+
+/* The walk leaves a FREE run (a live block, a page with live slots, or the end). */
+static void ext_flush(chk_t *c)
+{
+    if (!c->run) return;
+    ext_record(&c->ext, c->run);
+    c->ext.free_runs++;
+    if (c->run > c->ext.largest) c->ext.largest = c->run;
+    c->run = 0;
+}
+
+/* The SLOTS runs of a page holding live slots, read slot by slot. */
+static void ext_slots(chk_t *c, const slab_page_t *pg)
+{
+    size_t cur = 0;
+    for (uint32_t i = 0; i <= pg->nslots; i++) {
+        if (i < pg->nslots && (pg->bits[i >> 6] >> (i & 63) & 1)) {
+            cur += pg->slot;
+        } else if (cur) {
+            ext_record(&c->ext, cur);
+            c->ext.slot_runs++;
+            c->ext.slab_free_bytes += cur;
+            cur = 0;
+        }
+    }
+}
+
 static void count_live(chk_t *c, size_t granted, size_t requested, size_t size)
 {
-    int k = pl_bucket_of(granted);
+    int k = bucket_of(granted);
     c->s.live_blocks++;
     c->s.granted += granted;
     c->s.requested += requested;
@@ -91,38 +131,38 @@ static void count_live(chk_t *c, size_t granted, size_t requested, size_t size)
     c->s.bucket_live_bytes[k] += granted;
 }
 
-static void check_live(chk_t *c, const pblock_t *b)
+static void check_live(chk_t *c, const desc_t *b)
 {
-    if (b->granted == 0 || b->requested > b->granted || b->size != pl_align_up(b->granted))
+    if (b->granted == 0 || b->requested > b->granted || b->size != desc_align(b->granted))
         viol(c, "live block %#lx: size %zu granted %zu requested %zu", (unsigned long)b->addr,
              b->size, b->granted, b->requested);
     uint64_t v;
-    if (!addrmap_get(&c->p->live, b->addr, &v) || (const pblock_t *)(uintptr_t)v != b)
+    if (!addrmap_get(&c->p->live, b->addr, &v) || (const desc_t *)(uintptr_t)v != b)
         viol(c, "live block %#lx missing from the address map", (unsigned long)b->addr);
     c->s.large_live++;
     count_live(c, b->granted, b->requested, b->size);
 }
 
 /* The granule entries of one page, and its share of gran_refs. */
-static void check_gran(chk_t *c, const ppage_t *pg)
+static void check_gran(chk_t *c, const slab_page_t *pg)
 {
     pool_t *p = c->p;
     size_t off = pg->addr - p->ubase;
-    size_t g0 = off >> PL_PAGE_SHIFT, g1 = (off + pg->span - 1) >> PL_PAGE_SHIFT;
-    if (!p->gran_dir || g1 >= p->ngran) {
+    size_t g0 = off >> SLAB_PAGE_SHIFT, g1 = (off + pg->span - 1) >> SLAB_PAGE_SHIFT;
+    if (!p->slab.gran_dir || g1 >= p->slab.ngran) {
         viol(c, "page %#lx lies outside the granule table", (unsigned long)pg->addr);
         return;
     }
     for (size_t g = g0; g <= g1; g++)
-        if (!p->gran_dir[g >> PL_GRAN_LEAF_SHIFT]) {
+        if (!p->slab.gran_dir[g >> SLAB_GRAN_LEAF_SHIFT]) {
             viol(c, "page %#lx: no granule leaf for granule %zu", (unsigned long)pg->addr, g);
             return;
         }
-#define GRAN(g) (p->gran_dir[(g) >> PL_GRAN_LEAF_SHIFT][(g) & (PL_GRAN_LEAF - 1)])
-    size_t in = off & (PL_PAGE_MIN - 1);
+#define GRAN(g) (p->slab.gran_dir[(g) >> SLAB_GRAN_LEAF_SHIFT][(g) & (SLAB_GRAN_LEAF - 1)])
+    size_t in = off & (SLAB_PAGE_MIN - 1);
     int ok = in == 0 ? GRAN(g0).cover == pg
-                     : GRAN(g0).start == ((uint64_t)(uintptr_t)pg | (uint64_t)(in >> PL_GRAN_SHIFT)
-                                                                        << PL_START_PTR_BITS);
+                     : GRAN(g0).start == ((uint64_t)(uintptr_t)pg |
+                                          (uint64_t)(in >> DESC_GRAN_SHIFT) << SLAB_START_PTR_BITS);
     for (size_t g = g0 + 1; g <= g1; g++) ok &= GRAN(g).cover == pg;
 #undef GRAN
     c->s.gran_refs += g1 - g0 + 1;
@@ -132,30 +172,31 @@ static void check_gran(chk_t *c, const ppage_t *pg)
     }
     /* The entries are right (and gran_refs shows there are no others): the lookup finds the
      * page from its first and last byte. */
-    if (pl_page_of(p, pg->addr) != pg || pl_page_of(p, pg->addr + pg->span - 1) != pg)
+    if (slab_page_of(&p->slab, pg->addr) != pg ||
+        slab_page_of(&p->slab, pg->addr + pg->span - 1) != pg)
         viol(c, "page %#lx: address lookup does not find it", (unsigned long)pg->addr);
 }
 
-static void check_page(chk_t *c, const pblock_t *b)
+static void check_page(chk_t *c, const desc_t *b)
 {
-    ppage_t *pg = b->page;
+    slab_page_t *pg = b->page;
     pool_t *p = c->p;
     c->s.pages++;
     if (!pg || pg->blk != b || pg->addr != b->addr || pg->span != b->size) {
         viol(c, "page block %#lx and its page disagree", (unsigned long)b->addr);
         return;
     }
-    if (pg->id == 0 || pg->id >= p->id_top || p->page_by_id[pg->id] != pg)
+    if (pg->id == 0 || pg->id >= p->slab.id_top || p->slab.page_by_id[pg->id] != pg)
         viol(c, "page %#lx: id %u does not map to it", (unsigned long)pg->addr, pg->id);
     pg->mark = c->seen;
-    if (pg->cls >= PL_NCLASSES) {
+    if (pg->cls >= SLAB_NCLASSES) {
         viol(c, "page %#lx: class %u", (unsigned long)pg->addr, pg->cls);
         return;
     }
-    const pclass_geom_t *g = &pl_class_geom[pg->cls];
+    const slab_geom_t *g = &slab_geom[pg->cls];
     if (pg->slot != g->slot || pg->nslots < g->min_slots || pg->nslots > g->max_slots ||
         pg->inv != g->inv || pg->nwords != (pg->nslots + 63) / 64 ||
-        pg->span != (size_t)g->slot * pg->nslots || pg->span < PL_PAGE_MIN) {
+        pg->span != (size_t)g->slot * pg->nslots || pg->span < SLAB_PAGE_MIN) {
         viol(c, "page %#lx: geometry differs from class %u", (unsigned long)pg->addr, pg->cls);
         return;
     }
@@ -172,16 +213,16 @@ static void check_page(chk_t *c, const pblock_t *b)
         uint64_t live = ~word & (left >= 64 ? ~0ull : (1ull << left) - 1);
         for (; live; live &= live - 1) {
             uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(live);
-            pslot_t s = pl_slots(pg)[i];
+            slab_slot_t s = slab_slots(pg)[i];
             uintptr_t a = pg->addr + (uintptr_t)i * pg->slot;
-            size_t g = pl_slot_granted(s), r = g - (s >> PL_SLOT_GBITS);
-            if ((s >> PL_SLOT_GBITS) == PL_REQ_ESCAPE) {
+            size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
+            if ((s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE) {
                 uint64_t v;
                 c->s.escaped++;
-                if (!addrmap_get(&p->req_map, a, &v)) {
+                if (!addrmap_get(&p->slab.req_map, a, &v)) {
                     viol(c, "slot %#lx: escaped record without a req_map entry", (unsigned long)a);
                     v = 0;
-                } else if (!pl_slot_escapes(g, (size_t)v)) {
+                } else if (!slab_slot_escapes(g, (size_t)v)) {
                     viol(c, "slot %#lx: req_map entry for a record that fits", (unsigned long)a);
                 }
                 r = (size_t)v;
@@ -198,9 +239,15 @@ static void check_page(chk_t *c, const pblock_t *b)
         viol(c, "page %#lx: %u free bits + %u live != %u slots", (unsigned long)pg->addr, free_bits,
              pg->live, pg->nslots);
     c->s.slab_free_bytes += (size_t)free_bits * pg->slot;
+    if (pg->live == 0) {
+        c->run += pg->span; /* an empty (cached) page is part of a FREE run */
+    } else {
+        ext_flush(c);
+        ext_slots(c, pg);
+    }
     if (!pg->dirty) {
-        pruns_t fresh;
-        pl_page_runs(pg, &fresh);
+        slab_runs_t fresh;
+        slab_page_runs(pg, &fresh);
         if (memcmp(&fresh, &pg->runs, sizeof fresh) != 0)
             viol(c, "page %#lx: stale run summary", (unsigned long)pg->addr);
     }
@@ -211,9 +258,9 @@ static void walk_tiling(chk_t *c)
 {
     pool_t *p = c->p;
     uintptr_t expect = p->ubase;
-    const pblock_t *prev = NULL;
+    const desc_t *prev = NULL;
     uint64_t n = 0;
-    for (pblock_t *b = p->large_first; b; prev = b, b = b->phys_next) {
+    for (desc_t *b = p->large_first; b; prev = b, b = b->phys_next) {
         if (++n > c->limit) {
             viol(c, "cycle in the large heap's block chain");
             return;
@@ -227,24 +274,29 @@ static void walk_tiling(chk_t *c)
         if (b->size == 0 || b->size % POOL_ALIGN || b->addr % POOL_ALIGN)
             viol(c, "block %#lx: size %zu or address not 64-aligned", (unsigned long)b->addr,
                  b->size);
-        if (b->state != PB_PAGE && b->page)
+        if (b->state != DESC_PAGE && b->page)
             viol(c, "block %#lx points at a page", (unsigned long)b->addr);
         c->s.descriptors++;
         switch (b->state) {
-        case PB_FREE:
-            if (prev && prev->state == PB_FREE)
+        case DESC_FREE:
+            if (prev && prev->state == DESC_FREE)
                 viol(c, "free blocks %#lx and %#lx are neighbours", (unsigned long)prev->addr,
                      (unsigned long)b->addr);
             c->s.free_blocks++;
             c->s.free_bytes += b->size;
+            c->run += b->size;
             break;
-        case PB_LIVE: check_live(c, b); break;
-        case PB_PAGE: check_page(c, b); break;
+        case DESC_LIVE:
+            ext_flush(c);
+            check_live(c, b);
+            break;
+        case DESC_PAGE: check_page(c, b); break;
         default: viol(c, "block %#lx: bad state %u", (unsigned long)b->addr, b->state);
         }
         b->mark = c->seen;
         expect = b->addr + b->size;
     }
+    ext_flush(c);
     if (!p->large_first || expect != p->uend)
         viol(c, "blocks end at %#lx, usable range at %#lx", (unsigned long)expect,
              (unsigned long)p->uend);
@@ -254,14 +306,14 @@ static void check_classes(chk_t *c)
 {
     pool_t *p = c->p;
     uint64_t pages = 0, cached = 0, used_ids = 0;
-    for (unsigned k = 0; k < PL_NCLASSES; k++) {
-        const pclass_t *cl = &p->cls[k];
+    for (unsigned k = 0; k < SLAB_NCLASSES; k++) {
+        const slab_class_t *cl = &p->slab.cls[k];
         for (int list = 0; list < 2; list++) { /* 0: partial, 1: cached */
             uint64_t n = 0;
-            const ppage_t *prev = NULL;
+            const slab_page_t *prev = NULL;
             const char *name = list ? "cached" : "partial";
-            for (ppage_t *pg = list ? cl->cached : cl->partial; pg; prev = pg, pg = pg->next) {
-                if (++n > p->pages + 1) {
+            for (slab_page_t *pg = list ? cl->cached : cl->partial; pg; prev = pg, pg = pg->next) {
+                if (++n > p->slab.pages + 1) {
                     viol(c, "class %u: cycle in the %s list", k, name);
                     break;
                 }
@@ -280,15 +332,15 @@ static void check_classes(chk_t *c)
             }
             if (list) {
                 cached += n;
-                if (n != cl->ncached || n > PL_CACHE_PAGES)
+                if (n != cl->ncached || n > SLAB_CACHE_PAGES)
                     viol(c, "class %u: %llu cached pages, counter %u (limit %u)", k,
-                         (unsigned long long)n, cl->ncached, PL_CACHE_PAGES);
+                         (unsigned long long)n, cl->ncached, SLAB_CACHE_PAGES);
             }
         }
     }
-    uint64_t cls_pages[PL_NCLASSES] = {0}, cls_live[PL_NCLASSES] = {0};
-    for (uint32_t id = 1; id < p->id_top; id++) {
-        ppage_t *pg = p->page_by_id[id];
+    uint64_t cls_pages[SLAB_NCLASSES] = {0}, cls_live[SLAB_NCLASSES] = {0};
+    for (uint32_t id = 1; id < p->slab.id_top; id++) {
+        slab_page_t *pg = p->slab.page_by_id[id];
         if (!pg) continue;
         used_ids++;
         pages++;
@@ -303,60 +355,60 @@ static void check_classes(chk_t *c)
                  pg->live, pg->nslots);
         pg->mark = 0;
     }
-    for (unsigned k = 0; k < PL_NCLASSES; k++)
-        if (cls_pages[k] != p->cls[k].pages || cls_live[k] != p->cls[k].live)
+    for (unsigned k = 0; k < SLAB_NCLASSES; k++)
+        if (cls_pages[k] != p->slab.cls[k].pages || cls_live[k] != p->slab.cls[k].live)
             viol(c, "class %u: %llu pages / %llu live slots, counters say %llu / %llu", k,
                  (unsigned long long)cls_pages[k], (unsigned long long)cls_live[k],
-                 (unsigned long long)p->cls[k].pages, (unsigned long long)p->cls[k].live);
-    if (pages != p->pages || pages != c->s.pages)
+                 (unsigned long long)p->slab.cls[k].pages, (unsigned long long)p->slab.cls[k].live);
+    if (pages != p->slab.pages || pages != c->s.pages)
         viol(c, "pages: %llu by id, %llu in the tiling, counter %llu", (unsigned long long)pages,
-             (unsigned long long)c->s.pages, (unsigned long long)p->pages);
-    if (cached != p->cached_pages)
+             (unsigned long long)c->s.pages, (unsigned long long)p->slab.pages);
+    if (cached != p->slab.cached_pages)
         viol(c, "cached pages: %llu, counter %llu", (unsigned long long)cached,
-             (unsigned long long)p->cached_pages);
-    if (p->id_top && used_ids + p->nfree_ids != p->id_top - 1)
+             (unsigned long long)p->slab.cached_pages);
+    if (p->slab.id_top && used_ids + p->slab.nfree_ids != p->slab.id_top - 1)
         viol(c, "page ids: %llu used + %u released != %u handed out", (unsigned long long)used_ids,
-             p->nfree_ids, p->id_top - 1);
-    for (uint32_t i = 0; i < p->nfree_ids; i++) {
-        uint32_t id = p->free_ids[i];
-        if (id == 0 || id >= p->id_top || p->page_by_id[id]) {
+             p->slab.nfree_ids, p->slab.id_top - 1);
+    for (uint32_t i = 0; i < p->slab.nfree_ids; i++) {
+        uint32_t id = p->slab.free_ids[i];
+        if (id == 0 || id >= p->slab.id_top || p->slab.page_by_id[id]) {
             viol(c, "released page id %u is in use or out of range", id);
             continue;
         }
     }
-    if (c->s.gran_refs != p->gran_refs)
+    if (c->s.gran_refs != p->slab.gran_refs)
         viol(c, "granule table: %llu fields set, the pages need %llu",
-             (unsigned long long)p->gran_refs, (unsigned long long)c->s.gran_refs);
-    if (p->live_blocks == 0 && (p->pages || p->cached_pages))
-        viol(c, "%llu pages (%llu cached) kept while nothing is live", (unsigned long long)p->pages,
-             (unsigned long long)p->cached_pages);
+             (unsigned long long)p->slab.gran_refs, (unsigned long long)c->s.gran_refs);
+    if (p->live_blocks == 0 && (p->slab.pages || p->slab.cached_pages))
+        viol(c, "%llu pages (%llu cached) kept while nothing is live",
+             (unsigned long long)p->slab.pages, (unsigned long long)p->slab.cached_pages);
 }
 
-static void check_lists(chk_t *c, pheap_t *h)
+static void check_lists(chk_t *c, tlsf_t *h)
 {
     uint64_t blocks = 0, bb[POOL_NBUCKETS] = {0}, bbytes[POOL_NBUCKETS] = {0};
     size_t bytes = 0;
-    for (unsigned fl = PH_FL_COUNT; fl < 64; fl++)
+    for (unsigned fl = TLSF_FL_COUNT; fl < 64; fl++)
         if (h->fl_bitmap >> fl & 1) viol(c, "fl bit %u beyond the class table", fl);
-    for (unsigned fl = 0; fl < PH_FL_COUNT; fl++) {
+    for (unsigned fl = 0; fl < TLSF_FL_COUNT; fl++) {
         if (((h->fl_bitmap >> fl) & 1) != (h->sl_bitmap[fl] != 0))
             viol(c, "fl bit %u disagrees with its sl bitmap", fl);
-        for (unsigned sl = 0; sl < PH_SL_COUNT; sl++) {
-            pblock_t *head = h->head[fl][sl];
+        for (unsigned sl = 0; sl < TLSF_SL_COUNT; sl++) {
+            desc_t *head = h->head[fl][sl];
             if (((h->sl_bitmap[fl] >> sl) & 1) != (head != NULL))
                 viol(c, "sl bit %u/%u disagrees with its list", fl, sl);
-            const pblock_t *prev = NULL;
+            const desc_t *prev = NULL;
             uint64_t n = 0;
-            for (pblock_t *b = head; b; prev = b, b = b->free_next) {
+            for (desc_t *b = head; b; prev = b, b = b->free_next) {
                 if (++n > c->limit) {
                     viol(c, "cycle in list %u/%u", fl, sl);
                     break;
                 }
                 unsigned f, s;
-                pheap_mapping(b->size, &f, &s);
+                tlsf_mapping(b->size, &f, &s);
                 if (b->free_prev != prev)
                     viol(c, "broken back link at %#lx", (unsigned long)b->addr);
-                if (b->state != PB_FREE)
+                if (b->state != DESC_FREE)
                     viol(c, "listed block %#lx is not free", (unsigned long)b->addr);
                 if (f != fl || s != sl)
                     viol(c, "block %#lx of %zu bytes in class %u/%u, not %u/%u",
@@ -368,7 +420,7 @@ static void check_lists(chk_t *c, pheap_t *h)
                 b->mark = c->listed;
                 blocks++;
                 bytes += b->size;
-                int k = pl_bucket_of(b->size);
+                int k = bucket_of(b->size);
                 bb[k]++;
                 bbytes[k] += b->size;
             }
@@ -384,82 +436,117 @@ static void check_lists(chk_t *c, pheap_t *h)
         if (bb[k] != h->bucket_free_blocks[k] || bbytes[k] != h->bucket_free_bytes[k])
             viol(c, "bucket %d free counters wrong", k);
     uint64_t n = 0;
-    for (const pblock_t *b = c->p->large_first; b && n <= c->limit; b = b->phys_next, n++)
-        if (b->state == PB_FREE && b->mark != c->listed)
+    for (const desc_t *b = c->p->large_first; b && n <= c->limit; b = b->phys_next, n++)
+        if (b->state == DESC_FREE && b->mark != c->listed)
             viol(c, "free block %#lx is in no class list", (unsigned long)b->addr);
 }
 
-/* ---- what pool_walk reports vs the summary pool_get_stats uses --------------------------- */
+/* ---- free extents: the checker's own walk vs pool_summarize vs pool_walk ------------------- */
 typedef struct wsum {
-    pl_freesum_t fs;   /* free runs as the walk reports them */
-    uintptr_t end;     /* end of the previous entry */
-    int prev_free;     /* the previous entry was a free run */
-    int order_bad;     /* entries out of order or overlapping */
-    int adjacent_free; /* two free runs side by side */
-    uint64_t live;     /* live entries */
+    const pool_t *p;              /* pool walked */
+    pool_summary_t fs;            /* free extents as pool_walk reports them */
+    uintptr_t end;                /* end of the previous extent */
+    int prev_kind;                /* kind of the previous extent, -1 before the first */
+    const slab_page_t *prev_page; /* page of the previous SLOTS extent */
+    uint64_t live;                /* live extents */
+    size_t live_bytes;            /* their bytes */
+    int order_bad;                /* extents out of order or overlapping */
+    int adjacent_free;            /* two FREE extents side by side */
+    int slots_bad;    /* a SLOTS extent outside one page with live slots, or not maximal */
+    int free_in_page; /* a FREE extent starting inside a page with live slots */
+    int kind_bad;     /* an unknown kind */
 } wsum_t;
 
-static int wsum_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+static int wsum_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
 {
     wsum_t *w = ctx;
+    const slab_page_t *pg = slab_page_of(&w->p->slab, addr);
     if (addr < w->end) w->order_bad = 1;
-    if (is_free) {
-        if (w->prev_free && addr == w->end) w->adjacent_free = 1;
-        int k = pl_bucket_of(size);
-        w->fs.free_bytes += size;
-        w->fs.free_blocks++;
-        w->fs.bucket_blocks[k]++;
-        w->fs.bucket_bytes[k] += size;
-        if (size > w->fs.largest) w->fs.largest = size;
-    } else {
+    switch (kind) {
+    case POOL_EXTENT_LIVE:
         w->live++;
+        w->live_bytes += size;
+        break;
+    case POOL_EXTENT_FREE:
+        if (w->prev_kind == POOL_EXTENT_FREE && addr == w->end) w->adjacent_free = 1;
+        if (pg && pg->live) w->free_in_page = 1;
+        ext_record(&w->fs, size);
+        w->fs.free_runs++;
+        if (size > w->fs.largest) w->fs.largest = size;
+        break;
+    case POOL_EXTENT_SLOTS:
+        if (!pg || !pg->live || addr + size > pg->addr + pg->span ||
+            (w->prev_kind == POOL_EXTENT_SLOTS && addr == w->end && w->prev_page == pg))
+            w->slots_bad = 1;
+        ext_record(&w->fs, size);
+        w->fs.slot_runs++;
+        w->fs.slab_free_bytes += size;
+        w->prev_page = pg;
+        break;
+    default: w->kind_bad = 1;
     }
-    w->prev_free = is_free;
+    w->prev_kind = (int)kind;
     w->end = addr + size;
     return 0;
+}
+
+static void compare_summary(chk_t *c, const char *who, const pool_summary_t *got)
+{
+    const pool_summary_t *e = &c->ext;
+    if (got->free_bytes != e->free_bytes || got->largest != e->largest ||
+        got->slab_free_bytes != e->slab_free_bytes || got->free_runs != e->free_runs ||
+        got->slot_runs != e->slot_runs)
+        viol(c,
+             "%s: %llu free runs (largest %zu) + %llu slot runs (%zu B), %zu B free; the "
+             "blocks say %llu (largest %zu) + %llu (%zu B), %zu B",
+             who, (unsigned long long)got->free_runs, got->largest,
+             (unsigned long long)got->slot_runs, got->slab_free_bytes, got->free_bytes,
+             (unsigned long long)e->free_runs, e->largest, (unsigned long long)e->slot_runs,
+             e->slab_free_bytes, e->free_bytes);
+    for (int k = 0; k < POOL_NBUCKETS; k++)
+        if (got->bucket_blocks[k] != e->bucket_blocks[k] ||
+            got->bucket_bytes[k] != e->bucket_bytes[k])
+            viol(c, "%s: free extents of bucket %d differ from the blocks", who, k);
 }
 
 static void check_summary(chk_t *c)
 {
     pool_t *p = c->p;
-    wsum_t w = {0};
-    pl_walk_locked(p, wsum_cb, &w, c->limit);
-    pl_freesum_t fs;
-    pl_free_summary(p, &fs);
-    if (w.order_bad) viol(c, "pool_walk: entries out of address order");
-    if (w.adjacent_free) viol(c, "pool_walk: two free blocks side by side");
-    if (w.live != p->live_blocks)
-        viol(c, "pool_walk: %llu live entries, %llu live", (unsigned long long)w.live,
-             (unsigned long long)p->live_blocks);
-    if (w.fs.free_bytes != fs.free_bytes || w.fs.free_blocks != fs.free_blocks ||
-        w.fs.largest != fs.largest)
-        viol(c, "free summary: walk %llu blocks/%zu bytes/largest %zu, stats %llu/%zu/%zu",
-             (unsigned long long)w.fs.free_blocks, w.fs.free_bytes, w.fs.largest,
-             (unsigned long long)fs.free_blocks, fs.free_bytes, fs.largest);
-    for (int k = 0; k < POOL_NBUCKETS; k++)
-        if (w.fs.bucket_blocks[k] != fs.bucket_blocks[k] ||
-            w.fs.bucket_bytes[k] != fs.bucket_bytes[k])
-            viol(c, "free summary: bucket %d differs from the walk", k);
-    /* pl_free_summary refreshed every page: the clean summaries must equal fresh ones, and
-     * the pool's inner-run sums their sums. */
-    uint64_t runs = 0, blocks[POOL_NBUCKETS] = {0}, bytes[POOL_NBUCKETS] = {0};
-    for (uint32_t id = 1; id < p->id_top; id++) {
-        const ppage_t *pg = p->page_by_id[id];
-        pruns_t fresh;
+    wsum_t w = {.p = p, .prev_kind = -1};
+    pool_walk_locked(p, wsum_cb, &w, c->limit);
+    pool_summary_t fs;
+    pool_summarize(p, &fs);
+    compare_summary(c, "pool_summarize", &fs);
+    compare_summary(c, "pool_walk", &w.fs);
+    if (w.order_bad) viol(c, "pool_walk: extents out of address order");
+    if (w.adjacent_free) viol(c, "pool_walk: two free runs side by side");
+    if (w.slots_bad) viol(c, "pool_walk: free slots outside a page with live slots, or cut");
+    if (w.free_in_page) viol(c, "pool_walk: a free run inside a page with live slots");
+    if (w.kind_bad) viol(c, "pool_walk: unknown extent kind");
+    if (w.live != p->live_blocks || w.live_bytes != p->allocated_bytes)
+        viol(c, "pool_walk: %llu live extents of %zu B, %llu live of %zu B",
+             (unsigned long long)w.live, w.live_bytes, (unsigned long long)p->live_blocks,
+             p->allocated_bytes);
+    /* pool_summarize refreshed every page: the clean summaries must equal fresh ones, and
+     * run_sums their sums. */
+    slab_runs_t sum;
+    memset(&sum, 0, sizeof sum);
+    for (uint32_t id = 1; id < p->slab.id_top; id++) {
+        const slab_page_t *pg = p->slab.page_by_id[id];
+        slab_runs_t fresh;
         if (!pg) continue;
-        pl_page_runs(pg, &fresh);
+        slab_page_runs(pg, &fresh);
         if (pg->dirty || memcmp(&fresh, &pg->runs, sizeof fresh) != 0)
             viol(c, "page %#lx: run summary not refreshed", (unsigned long)pg->addr);
-        runs += fresh.inner;
+        sum.runs += fresh.runs;
         for (int k = 0; k < POOL_NBUCKETS; k++) {
-            blocks[k] += fresh.inner_blocks[k];
-            bytes[k] += fresh.inner_bytes[k];
+            sum.blocks[k] += fresh.blocks[k];
+            sum.bytes[k] += fresh.bytes[k];
         }
     }
-    if (runs != p->inner_runs || memcmp(blocks, p->inner_blocks, sizeof blocks) ||
-        memcmp(bytes, p->inner_bytes, sizeof bytes))
-        viol(c, "inner-run sums: pages %llu, pool %llu", (unsigned long long)runs,
-             (unsigned long long)p->inner_runs);
+    if (memcmp(&sum, &p->slab.run_sums, sizeof sum) != 0)
+        viol(c, "run sums: pages %llu runs, slabs %llu", (unsigned long long)sum.runs,
+             (unsigned long long)p->slab.run_sums.runs);
 }
 
 static void check_counters(chk_t *c)
@@ -482,18 +569,18 @@ static void check_counters(chk_t *c)
              (unsigned long long)s->large_live);
     int mb = addrmap_check(&p->live);
     if (mb) viol(c, "address map: %d internal violations", mb);
-    if (addrmap_count(&p->req_map) != s->escaped)
-        viol(c, "req_map holds %zu entries, %llu slot records escape", addrmap_count(&p->req_map),
-             (unsigned long long)s->escaped);
-    mb = addrmap_check(&p->req_map);
+    if (addrmap_count(&p->slab.req_map) != s->escaped)
+        viol(c, "req_map holds %zu entries, %llu slot records escape",
+             addrmap_count(&p->slab.req_map), (unsigned long long)s->escaped);
+    mb = addrmap_check(&p->slab.req_map);
     if (mb) viol(c, "req_map: %d internal violations", mb);
-    if (s->slab_free_bytes != p->slab_free_bytes)
-        viol(c, "slab free bytes %zu, the pages hold %zu", p->slab_free_bytes, s->slab_free_bytes);
+    if (s->slab_free_bytes != p->slab.free_bytes)
+        viol(c, "slab free bytes %zu, the pages hold %zu", p->slab.free_bytes, s->slab_free_bytes);
     if (s->descriptors + p->desc.free_count != p->desc.total)
         viol(c, "descriptors: %llu in use + %zu free != %zu", (unsigned long long)s->descriptors,
              p->desc.free_count, p->desc.total);
     size_t head = p->ubase - p->base, tail = p->base + p->size - p->uend;
-    size_t free_bytes = p->large.free_bytes + p->slab_free_bytes;
+    size_t free_bytes = p->large.free_bytes + p->slab.free_bytes;
     size_t overhead = s->slack + head + tail;
     if (p->allocated_bytes + free_bytes + overhead != p->size)
         viol(c, "conservation: allocated %zu + free %zu + overhead %zu != reserved %zu",

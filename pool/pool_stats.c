@@ -1,173 +1,121 @@
-/* pool/pool_stats.c — statistics and the address-order walk of a pool.
+/* pool/pool_stats.c — what a pool says about its free space: the summary, statistics, the
+ * address-order walk and snapshots of both.
  *
- * Owns: pool_bucket_limit[], pool_bucket_of(), pool_get_stats(), pool_walk(), the free-space
- * summary (pl_free_summary) and the per-page run summaries (pl_page_runs).
+ * Owns: pool_bucket_limit[], pool_bucket_of(), the free-space summary (pool_summarize),
+ * pool_get_stats(), pool_walk(), pool_snapshot(), and the refusal classifier built on the
+ * summary (pool_classify, pool_explain, pool_refusal_name, pool_refusal_describe).
  *
- * What a "free block" is: a maximal run of free bytes in address order, whatever holds them:
- * a FREE large-heap block, free slots of a slab page (free slots count as free memory, cached
- * empty pages too), or several of these side by side (a page's free last slots, the FREE
- * block above it, the free first slots of the page above that, ...).  pool_walk reports
- * exactly these runs, so no free block it reports has a free neighbour, and free_blocks /
- * largest_free_bytes / the per-bucket free counts of pool_get_stats describe the same runs
- * (pool_check verifies both against each other).  A live block or slot is reported with its
- * granted size; the rest of its block or slot is overhead.
+ * Two kinds of free extent (pool.h, enum pool_extent):
+ *   FREE   a maximal run of FREE large-heap blocks and cached empty slab pages side by side.
+ *          Any request of up to its size can be given memory there: a large-heap search that
+ *          misses gives the cached pages back (slab.c), and they coalesce with the blocks
+ *          around them.  No two FREE blocks are neighbours, so a run alternates between at
+ *          most one FREE block and one or more empty pages.
+ *   SLOTS  a maximal run of free slots inside one page that holds live slots.  Only requests
+ *          of the page's class or smaller can use it, so it is never merged across the page's
+ *          edges nor with a FREE run (it used to be, which made largest_free_bytes promise
+ *          large blocks that no large request could get).
+ * largest_free_bytes is the longest FREE run; fragmentation = 1 - largest / free, so free
+ * slots count as fragmentation; free_blocks and the per-bucket free counts count both kinds,
+ * exactly as pool_walk reports them (pool_check verifies the three against its own walk).  A
+ * live block or slot is reported with its granted size; the rest of it is overhead, which is
+ * what the conservation law leaves: reserved - allocated - free.
  *
- * Cost: live-side counters and free bytes are kept incrementally (pool.c, tlsf.h, slab.h).
- * Without slab pages the free side is O(1) (the heap's counters plus a scan of its top class
- * list for the exact largest block).  With pages, pl_free_summary recomputes the run summary
- * of every page changed since the last call (O(bitmap words + runs) each, `dirty` flag; the
- * pool keeps the sums of the pages' inner runs, updated then), then joins edge runs across
- * page boundaries in one pass over the pages (O(pages), a few loads each): every run
- * that touches a page edge is counted once, from its lowest page piece (the free last slots
- * of a page that is not all free, or the free first slots of a page with no free-tailed page
- * below it, directly or across one FREE block), and followed upwards.
- * fragmentation = 1 - largest_free / free_bytes (0 when nothing is free); overhead is what the
- * conservation law leaves: reserved - allocated - free.
- * Locking: both public functions take pool->lock; a walk callback must not call into the same
- * pool.  pl_free_summary runs under the lock (it updates the page run caches).
+ * Cost of the summary: the heap keeps its free counters (tlsf.c), the slabs their free bytes
+ * (slab.h), so without pages it is O(1) plus tlsf_largest's scan of the top class list.  With
+ * pages, slab_refresh_runs recounts the pages changed since the last call (O(pages + their
+ * bitmap words)) and keeps the sum of every page's runs; a cached page's one run is moved from
+ * the SLOTS sums into the FREE run it belongs to, which is followed through the tiling from
+ * its lowest cached page (O(cached pages) <= SLAB_NCLASSES * SLAB_CACHE_PAGES steps).
+ * Refusals: pool_classify states in one place what pool_alloc's search does (pool.c): the
+ * largest block a request of a given size could be given is the longest FREE run, or for a
+ * slab-sized request also the slot of the largest class at or above its own with a free slot
+ * (a partial or cached page).  It costs one summary: it runs on refusals and on request only.
+ * The sentence (pool_refusal_describe) is the one both the stderr line and the report use.
+ * Locking: every public function takes pool->lock once; a walk callback must not call into
+ * the same pool.  pool_summarize and pool_walk_locked run under it.
  */
+#include <stdio.h>
 #include <string.h>
 
-#include "slab.h"
-#include "tlsf.h"
+#include "fmt.h"
+#include "pool_internal.h"
 
-const size_t pool_bucket_limit[POOL_NBUCKETS - 1] = PL_BUCKET_LIMITS;
+const size_t pool_bucket_limit[POOL_NBUCKETS - 1] = BUCKET_LIMITS;
 
-int pool_bucket_of(size_t size) { return pl_bucket_of(size); }
+int pool_bucket_of(size_t size) { return bucket_of(size); }
 
-void pl_page_runs(const ppage_t *pg, pruns_t *out)
+/* ---- summary ------------------------------------------------------------------------------- */
+static inline int is_empty_page(const desc_t *b)
 {
-    memset(out, 0, sizeof *out);
-    uint32_t n = pg->nslots;
-    for (uint32_t i = pl_next_free(pg, 0); i < n;) {
-        uint32_t j = pl_next_live(pg, i);
-        if (i == 0) out->head = j;
-        if (j == n) out->tail = j - i;
-        if (i > 0 && j < n) {
-            size_t bytes = (size_t)(j - i) * pg->slot;
-            int k = pl_bucket_of(bytes);
-            out->inner++;
-            if (j - i > out->inner_max) out->inner_max = j - i;
-            out->inner_blocks[k]++;
-            out->inner_bytes[k] += bytes;
-        }
-        i = pl_next_free(pg, j);
-    }
+    return b->state == DESC_PAGE && b->page->live == 0;
 }
 
-void pl_inner_account(pool_t *p, const ppage_t *pg, int sign)
+/* b (FREE or an empty page) belongs to a FREE run: take it out of the counts it was in. */
+static void run_consume(pool_summary_t *o, const desc_t *b)
 {
-    const pruns_t *r = &pg->runs;
-    p->inner_runs += (uint64_t)(int64_t)sign * r->inner;
-    for (int k = 0; k < POOL_NBUCKETS; k++) {
-        p->inner_blocks[k] += (uint64_t)(int64_t)sign * r->inner_blocks[k];
-        p->inner_bytes[k] += (uint64_t)(int64_t)sign * r->inner_bytes[k];
+    int k = bucket_of(b->size);
+    if (b->state == DESC_FREE) { /* counted as a run of its own from the heap's counters */
+        o->free_runs--;
+    } else { /* counted as one SLOTS run from the pages' run sums */
+        debug_assert_internal(b->page->runs.runs == 1 && !b->page->dirty);
+        o->slot_runs--;
+        o->slab_free_bytes -= b->size;
     }
+    o->bucket_blocks[k]--;
+    o->bucket_bytes[k] -= b->size;
 }
 
-static void run_record(pl_freesum_t *o, size_t len)
+/* The FREE run holding the empty page pg, counted once: from the lowest empty page in it. */
+static void run_through(pool_summary_t *o, const slab_page_t *pg)
 {
-    int k = pl_bucket_of(len);
-    o->free_blocks++;
+    const desc_t *x = pg->blk->phys_prev;
+    if (x && x->state == DESC_FREE) x = x->phys_prev;
+    if (x && is_empty_page(x)) return; /* the run was followed from that page */
+    const desc_t *b = pg->blk->phys_prev;
+    if (!b || b->state != DESC_FREE) b = pg->blk;
+    size_t len = 0;
+    for (; b && (b->state == DESC_FREE || is_empty_page(b)); b = b->phys_next) {
+        len += b->size;
+        run_consume(o, b);
+    }
+    int k = bucket_of(len);
+    o->free_runs++;
     o->bucket_blocks[k]++;
     o->bucket_bytes[k] += len;
     if (len > o->largest) o->largest = len;
 }
 
-/* A FREE large block that is part of a run through a page edge: not a run of its own. */
-static void run_consume(pl_freesum_t *o, const pblock_t *f)
-{
-    int k = pl_bucket_of(f->size);
-    o->free_blocks--;
-    o->bucket_blocks[k]--;
-    o->bucket_bytes[k] -= f->size;
-}
-
-/* pg's free last slots (len bytes so far, up to pg's end) continue upwards: through a FREE
- * block, into the free first slots of the page above, and on while those pages are all free. */
-static void run_up(pl_freesum_t *o, const ppage_t *pg, size_t len)
-{
-    for (;;) {
-        const pblock_t *y = pg->blk->phys_next;
-        if (y && y->state == PB_FREE) {
-            len += y->size;
-            run_consume(o, y);
-            y = y->phys_next;
-        }
-        if (y && y->state == PB_PAGE && y->page->runs.head) {
-            const ppage_t *q = y->page;
-            len += (size_t)q->runs.head * q->slot;
-            if (q->runs.head == q->nslots) {
-                pg = q;
-                continue;
-            }
-        }
-        break;
-    }
-    run_record(o, len);
-}
-
-void pl_free_summary(pool_t *p, pl_freesum_t *o)
+void pool_summarize(pool_t *p, pool_summary_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->free_bytes = p->large.free_bytes + p->slab_free_bytes;
-    o->free_blocks = p->large.free_blocks;
-    o->largest = pheap_largest(&p->large);
+    o->free_bytes = p->large.free_bytes + p->slab.free_bytes;
+    o->free_runs = p->large.free_blocks;
+    o->largest = tlsf_largest(&p->large);
     for (int k = 0; k < POOL_NBUCKETS; k++) {
         o->bucket_blocks[k] = p->large.bucket_free_blocks[k];
         o->bucket_bytes[k] = p->large.bucket_free_bytes[k];
     }
-    if (!p->pages) return;
-    for (uint32_t id = 1; id < p->id_top; id++) {
-        ppage_t *pg = p->page_by_id[id];
-        if (!pg) continue;
-        if (pg->dirty) {
-            pl_inner_account(p, pg, -1);
-            pl_page_runs(pg, &pg->runs);
-            pl_inner_account(p, pg, 1);
-            pg->dirty = 0;
-        }
-        if ((size_t)pg->runs.inner_max * pg->slot > o->largest)
-            o->largest = (size_t)pg->runs.inner_max * pg->slot;
-    }
-    o->free_blocks += p->inner_runs;
+    if (!p->slab.pages) return;
+    slab_refresh_runs(&p->slab);
+    const slab_runs_t *r = &p->slab.run_sums;
+    o->slot_runs = r->runs;
+    o->slab_free_bytes = p->slab.free_bytes;
     for (int k = 0; k < POOL_NBUCKETS; k++) {
-        o->bucket_blocks[k] += p->inner_blocks[k];
-        o->bucket_bytes[k] += p->inner_bytes[k];
+        o->bucket_blocks[k] += r->blocks[k];
+        o->bucket_bytes[k] += r->bytes[k];
     }
-    for (uint32_t id = 1; id < p->id_top; id++) {
-        const ppage_t *pg = p->page_by_id[id];
-        if (!pg) continue;
-        const pruns_t *r = &pg->runs;
-        int all_free = r->head == pg->nslots;
-        if (r->tail && !all_free) run_up(o, pg, (size_t)r->tail * pg->slot);
-        if (!r->head) continue;
-        const pblock_t *x = pg->blk->phys_prev, *f = NULL;
-        if (x && x->state == PB_FREE) {
-            f = x;
-            x = x->phys_prev;
-        }
-        if (x && x->state == PB_PAGE && x->page->runs.tail)
-            continue; /* the run starts in the page below and is followed up from there */
-        size_t len = (size_t)r->head * pg->slot;
-        if (f) {
-            len += f->size;
-            run_consume(o, f);
-        }
-        if (all_free)
-            run_up(o, pg, len);
-        else
-            run_record(o, len);
-    }
+    for (unsigned c = 0; c < SLAB_NCLASSES && p->slab.cached_pages; c++)
+        for (const slab_page_t *pg = p->slab.cls[c].cached; pg; pg = pg->next) run_through(o, pg);
 }
 
-void pool_get_stats(pool_t *p, pool_stats_t *out)
+/* ---- statistics ---------------------------------------------------------------------------- */
+/* pre: lock held. */
+static void stats_locked(pool_t *p, pool_stats_t *out)
 {
+    pool_summary_t fs;
+    pool_summarize(p, &fs);
     memset(out, 0, sizeof *out);
-    if (!p) return;
-    pthread_mutex_lock(&p->lock);
-    pl_freesum_t fs;
-    pl_free_summary(p, &fs);
     out->base = p->base;
     out->reserved_bytes = p->size;
     out->allocated_bytes = p->allocated_bytes;
@@ -175,11 +123,12 @@ void pool_get_stats(pool_t *p, pool_stats_t *out)
     out->peak_allocated_bytes = p->peak_allocated_bytes;
     out->free_bytes = fs.free_bytes;
     out->largest_free_bytes = fs.largest;
+    out->slab_free_bytes = fs.slab_free_bytes;
     out->overhead_bytes = p->size - p->allocated_bytes - out->free_bytes;
     out->fragmentation =
         out->free_bytes ? 1.0 - (double)out->largest_free_bytes / (double)out->free_bytes : 0.0;
     out->live_blocks = p->live_blocks;
-    out->free_blocks = fs.free_blocks;
+    out->free_blocks = fs.free_runs + fs.slot_runs;
     out->allocs = p->allocs;
     out->frees = p->frees;
     out->failed_allocs = p->failed_allocs;
@@ -190,14 +139,13 @@ void pool_get_stats(pool_t *p, pool_stats_t *out)
         out->buckets[k].free_blocks = fs.bucket_blocks[k];
         out->buckets[k].free_bytes = fs.bucket_bytes[k];
     }
-    pthread_mutex_unlock(&p->lock);
 }
 
 /* ---- walk ---------------------------------------------------------------------------------- */
 typedef struct walker {
     pool_walk_fn cb;    /* user callback */
     void *ctx;          /* its context */
-    uintptr_t run_addr; /* start of the pending free run */
+    uintptr_t run_addr; /* start of the pending FREE run */
     size_t run_len;     /* its bytes, 0 = none pending */
 } walker_t;
 
@@ -206,7 +154,7 @@ static int walk_flush(walker_t *w)
     if (!w->run_len) return 0;
     size_t len = w->run_len;
     w->run_len = 0;
-    return w->cb(w->ctx, w->run_addr, len, 1);
+    return w->cb(w->ctx, w->run_addr, len, POOL_EXTENT_FREE);
 }
 
 static void walk_free(walker_t *w, uintptr_t addr, size_t len)
@@ -215,52 +163,157 @@ static void walk_free(walker_t *w, uintptr_t addr, size_t len)
     w->run_len += len; /* the tiling is contiguous: a pending run always ends at addr */
 }
 
-static int walk_live(walker_t *w, uintptr_t addr, size_t granted)
+/* A page holding live slots: its live slots and runs of free slots, in address order. */
+static int walk_page(walker_t *w, const slab_page_t *pg)
 {
     int r = walk_flush(w);
-    return r ? r : w->cb(w->ctx, addr, granted, 0);
-}
-
-static int walk_page(walker_t *w, const ppage_t *pg)
-{
     uint32_t n = pg->nslots;
-    for (uint32_t i = 0; i < n;) {
+    for (uint32_t i = 0; i < n && !r;) {
         uintptr_t a = pg->addr + (uintptr_t)i * pg->slot;
         if (pg->bits[i >> 6] >> (i & 63) & 1) {
-            uint32_t j = pl_next_live(pg, i);
-            walk_free(w, a, (size_t)(j - i) * pg->slot);
+            uint32_t j = slab_next_live(pg, i);
+            r = w->cb(w->ctx, a, (size_t)(j - i) * pg->slot, POOL_EXTENT_SLOTS);
             i = j;
         } else {
-            int r = walk_live(w, a, pl_slot_granted(pl_slots(pg)[i]));
-            if (r) return r;
+            r = w->cb(w->ctx, a, slab_slot_granted(slab_slots(pg)[i]), POOL_EXTENT_LIVE);
             i++;
         }
     }
-    return 0;
+    return r;
 }
 
-int pl_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit)
+int pool_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit)
 {
     walker_t w = {.cb = cb, .ctx = ctx};
     int r = 0;
     uint64_t n = 0;
-    for (const pblock_t *b = p->large_first; b && !r && n++ < limit; b = b->phys_next) {
-        if (b->state == PB_FREE)
+    for (const desc_t *b = p->large_first; b && !r && n++ < limit; b = b->phys_next) {
+        if (b->state == DESC_FREE || (b->state == DESC_PAGE && b->page && b->page->live == 0)) {
             walk_free(&w, b->addr, b->size);
-        else if (b->state == PB_LIVE)
-            r = walk_live(&w, b->addr, b->granted);
-        else if (b->state == PB_PAGE && b->page)
+        } else if (b->state == DESC_LIVE) {
+            r = walk_flush(&w);
+            if (!r) r = cb(ctx, b->addr, b->granted, POOL_EXTENT_LIVE);
+        } else if (b->state == DESC_PAGE && b->page) {
             r = walk_page(&w, b->page);
+        }
     }
     if (!r) r = walk_flush(&w);
     return r;
 }
 
-int pool_walk(pool_t *p, pool_walk_fn cb, void *ctx)
+/* ---- refusals ------------------------------------------------------------------------------ */
+void pool_classify(pool_t *p, size_t granted, pool_refusal_t *out)
 {
-    if (!p || !cb) return 0;
+    size_t usable = p->uend - p->ubase;
+    if (granted == 0) granted = 1;
+    pool_summary_t fs;
+    pool_summarize(p, &fs);
+    memset(out, 0, sizeof *out);
+    out->need = granted > SIZE_MAX - (POOL_ALIGN - 1) ? granted : desc_align(granted);
+    out->free_bytes = fs.free_bytes;
+    out->slab_free_bytes = fs.slab_free_bytes;
+    out->reserved_bytes = p->size;
+    /* What pool_alloc would try: a free run (large heap, cached pages given back on a miss);
+     * for a slab-sized request also a free slot of its class or a larger one (pool.c). */
+    size_t best = fs.largest;
+    if (out->need <= SLAB_MAX && p->slab.pages) {
+        for (unsigned k = SLAB_NCLASSES; k-- > slab_class_of(out->need);) {
+            const slab_class_t *c = &p->slab.cls[k];
+            if (c->partial || c->cached) {
+                if (slab_geom[k].slot > best) best = slab_geom[k].slot;
+                break;
+            }
+        }
+    }
+    out->usable_largest = best;
+    if (granted > usable)
+        out->kind = POOL_REFUSAL_TOO_LARGE;
+    else if (best >= out->need)
+        out->kind = POOL_REFUSAL_NONE;
+    else if (fs.free_bytes < out->need)
+        out->kind = POOL_REFUSAL_EXHAUSTED;
+    else
+        out->kind = POOL_REFUSAL_FRAGMENTED;
+}
+
+const char *pool_refusal_name(enum pool_refusal_kind kind)
+{
+    switch (kind) {
+    case POOL_REFUSAL_NONE: return "none";
+    case POOL_REFUSAL_EXHAUSTED: return "exhausted";
+    case POOL_REFUSAL_FRAGMENTED: return "fragmentation";
+    case POOL_REFUSAL_TOO_LARGE: return "too large";
+    }
+    return "unknown";
+}
+
+size_t pool_refusal_describe(const pool_refusal_t *r, char *buf, size_t len)
+{
+    debug_assert(r != NULL && (buf != NULL || len == 0));
+    char need[FMT_BYTES_LEN], free_s[FMT_BYTES_LEN], best[FMT_BYTES_LEN], x[FMT_BYTES_LEN];
+    fmt_bytes(need, r->need);
+    fmt_bytes(free_s, r->free_bytes);
+    fmt_bytes(best, r->usable_largest);
+    const char *name = pool_refusal_name(r->kind);
+    int n;
+    switch (r->kind) {
+    case POOL_REFUSAL_NONE:
+        n = snprintf(buf, len, "%s: a %s request fits (the largest block it can be given is %s)",
+                     name, need, best);
+        break;
+    case POOL_REFUSAL_EXHAUSTED:
+        n = snprintf(buf, len, "%s: %s free, %s needed", name, free_s, need);
+        break;
+    case POOL_REFUSAL_FRAGMENTED:
+        n = snprintf(buf, len, "%s: %s free, but the largest block a %s request can be given is %s",
+                     name, free_s, need, best);
+        if (n >= 0 && r->slab_free_bytes) {
+            size_t at = (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
+            int m = snprintf(len ? buf + at : NULL, len - at,
+                             " (%s of the free space is free slots in small-block pages)",
+                             fmt_bytes(x, r->slab_free_bytes));
+            n = m < 0 ? m : n + m;
+        }
+        break;
+    case POOL_REFUSAL_TOO_LARGE:
+        fmt_bytes(x, r->reserved_bytes);
+        if (strcmp(need, x) == 0) /* "64.0 MiB needed ... (64.0 MiB)": say it in bytes */
+            n = snprintf(buf, len, "%s: %zu B needed, more than the pool can ever hold (%zu B)",
+                         name, r->need, r->reserved_bytes);
+        else
+            n = snprintf(buf, len, "%s: %s needed, more than the pool can ever hold (%s)", name,
+                         need, x);
+        break;
+    default: n = snprintf(buf, len, "%s", name);
+    }
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* ---- public -------------------------------------------------------------------------------- */
+void pool_explain(pool_t *p, size_t granted, pool_refusal_t *out)
+{
+    debug_assert(p != NULL && out != NULL);
     pthread_mutex_lock(&p->lock);
-    int r = pl_walk_locked(p, cb, ctx, UINT64_MAX);
+    pool_classify(p, granted, out);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int pool_snapshot(pool_t *p, pool_stats_t *stats, pool_walk_fn cb, void *ctx)
+{
+    if (!p) {
+        if (stats) memset(stats, 0, sizeof *stats);
+        return 0;
+    }
+    pthread_mutex_lock(&p->lock);
+    if (stats) stats_locked(p, stats);
+    int r = cb ? pool_walk_locked(p, cb, ctx, UINT64_MAX) : 0;
     pthread_mutex_unlock(&p->lock);
     return r;
+}
+
+void pool_get_stats(pool_t *p, pool_stats_t *out) { pool_snapshot(p, out, NULL, NULL); }
+
+int pool_walk(pool_t *p, pool_walk_fn cb, void *ctx)
+{
+    return cb ? pool_snapshot(p, NULL, cb, ctx) : 0;
 }

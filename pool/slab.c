@@ -1,49 +1,52 @@
 /* pool/slab.c — size-class slabs: class geometry, page carve and release, the empty-page
- * cache, the granule and id tables.  (The alloc/free path is inline in slab.h, whose header
- * states the algorithm and the invariants.)
+ * cache, the granule and id tables, the pages' free-run summaries.  (The alloc/free path is
+ * inline in slab.h, whose header states what the slabs own, the algorithm and the invariants.)
  *
  * Pages: a page of class c holds n slots of slot(c) bytes (no tail), n = the class's live
- * slots / PL_PAGE_GROW (4), clamped to [min_slots, max_slots]: min_slots = ceil(256 KiB /
+ * slots / SLAB_PAGE_GROW (4), clamped to [min_slots, max_slots]: min_slots = ceil(256 KiB /
  * slot) (a page is at least one granule; 1 for the 256 KiB class), max_slots = max(32,
  * min_slots), cut so a page stays <= 4 MiB (classes above 128 KiB: 16..28) and <= 4096 slots.
  * So a class with few live slots gets small pages: the free slots stranded in a class's
  * newest page are at most ~1/4 of its live slots (or one minimum page), while a busy class
  * gets pages of up to 4096 slots / 4 MiB.  A page is carved from the TOP of a large free
- * block (pheap_split from_top; large blocks are cut from the bottom of theirs, so pages and
+ * block (tlsf_split from_top; large blocks are cut from the bottom of theirs, so pages and
  * large blocks grow towards each other instead of interleaving).  Its host metadata (cold
  * fields, hot header + bitmap, 4-byte slot records) is one 64-byte aligned malloc.  The
  * granule table (16 bytes per 256 KiB of pool) has two levels: a directory allocated with
  * the pool (8 bytes per 64 MiB) and 4 KiB leaves allocated when a page first lands in their
- * 64 MiB, kept until pool_destroy.  (A flat MAP_NORESERVE table cost 3.3 MB of address space
+ * 64 MiB, kept until slab_destroy.  (A flat MAP_NORESERVE table cost 3.3 MB of address space
  * per 51 GiB pool; the shim keeps the metadata of pools retired by aclrtResetDevice, and a
  * reset loop ran out of mappings under TSan.)
  * Empty pages: when a page's last live slot is freed it joins its class's cached list; a
- * class keeps at most PL_CACHE_PAGES (2) of them: when the list is full, the lowest-addressed
+ * class keeps at most SLAB_CACHE_PAGES (2) of them: when the list is full, the lowest-addressed
  * of the cached pages and the new one is given back to the large heap (coalesced there; pages
  * stack downwards, so the lowest is the one that can merge into the free space below).
  * Cached pages count as free memory and serve the class's next page needs; all of them are
- * given back when a large-heap search misses (then the search is repeated once) and when the
- * pool holds no live block any more, so an empty pool is one free block over [ubase, uend)
- * and a cached page never causes a refusal.
- * Bounds: page carve = one pheap_find (+ at most one release of every cached page and a
+ * given back when a large-heap search misses (then the search is repeated once) and, by
+ * pool.c, when the pool holds no live block any more, so an empty pool is one free block over
+ * [ubase, uend) and a cached page never causes a refusal.
+ * Run summaries: slab_page_runs counts a page's maximal runs of free slots (per user bucket);
+ * each page keeps its last count with a `dirty` flag set by every slot change, and run_sums
+ * holds the sum over all pages, updated when a page is recounted or released.
+ * Bounds: page carve = one tlsf_find (+ at most one release of every cached page and a
  * second find), one split, <= 17 granule entries, one malloc, nwords bitmap stores; page
  * release = <= 17 granule entries, one coalesce, one free; caching a page scans <=
- * PL_CACHE_PAGES pages; releasing the cache is at most PL_NCLASSES * PL_CACHE_PAGES page
+ * SLAB_CACHE_PAGES pages; releasing the cache is at most SLAB_NCLASSES * SLAB_CACHE_PAGES page
  * releases.  All independent of the number of live blocks.
- * Locking: caller holds pool->lock (pl_classes_init is pthread_once).
+ * Locking: caller holds pool->lock (slab_geom_init is pthread_once).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "slab.h"
-#include "tlsf.h"
 
-pclass_geom_t pl_class_geom[PL_NCLASSES];
-static pthread_once_t classes_once = PTHREAD_ONCE_INIT;
+slab_geom_t slab_geom[SLAB_NCLASSES];
+static pthread_once_t geom_once = PTHREAD_ONCE_INIT;
 
-static void classes_build(void)
+static void geom_build(void)
 {
-    for (unsigned c = 0; c < PL_NCLASSES; c++) {
+    for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
         size_t units;
         if (c < 16) {
             units = c + 1;
@@ -51,13 +54,13 @@ static void classes_build(void)
             unsigned k = c - 16, m = 4 + k / 8, j = k % 8;
             units = ((size_t)1 << m) + ((size_t)(j + 1) << (m - 3));
         }
-        size_t slot = units << PL_GRAN_SHIFT;
-        size_t lo = (PL_PAGE_MIN + slot - 1) / slot, hi = lo;
-        if (hi < PL_PAGE_SLOTS) hi = PL_PAGE_SLOTS;
-        if (hi * slot > PL_PAGE_MAX) hi = PL_PAGE_MAX / slot;
-        if (hi > PL_PAGE_MAX_SLOTS) hi = PL_PAGE_MAX_SLOTS;
+        size_t slot = units << DESC_GRAN_SHIFT;
+        size_t lo = (SLAB_PAGE_MIN + slot - 1) / slot, hi = lo;
+        if (hi < SLAB_PAGE_SLOTS) hi = SLAB_PAGE_SLOTS;
+        if (hi * slot > SLAB_PAGE_MAX) hi = SLAB_PAGE_MAX / slot;
+        if (hi > SLAB_PAGE_MAX_SLOTS) hi = SLAB_PAGE_MAX_SLOTS;
         if (lo > hi) lo = hi;
-        pl_class_geom[c] = (pclass_geom_t){
+        slab_geom[c] = (slab_geom_t){
             .slot = (uint32_t)slot,
             .min_slots = (uint32_t)lo,
             .max_slots = (uint32_t)hi,
@@ -66,144 +69,166 @@ static void classes_build(void)
     }
 }
 
-void pl_classes_init(void) { pthread_once(&classes_once, classes_build); }
+void slab_geom_init(void) { pthread_once(&geom_once, geom_build); }
 
-int pl_slab_init(pool_t *p)
+int slab_init(slab_t *s, uintptr_t ubase, size_t usable, tlsf_t *heap, desc_store_t *desc)
 {
-    size_t usable = p->uend - p->ubase;
-    if (usable < PL_PAGE_MIN)
+    memset(s, 0, sizeof *s);
+    slab_geom_init();
+    s->ubase = ubase;
+    s->heap = heap;
+    s->desc = desc;
+    if (addrmap_init(&s->req_map, 16) != 0) return -1;
+    if (usable < SLAB_PAGE_MIN)
         return 0; /* no page ever fits: every request goes to the large heap */
-    p->ngran = (usable + PL_PAGE_MIN - 1) >> PL_PAGE_SHIFT;
-    p->gran_dir = calloc((p->ngran + PL_GRAN_LEAF - 1) >> PL_GRAN_LEAF_SHIFT, sizeof(pgran_t *));
-    if (!p->gran_dir) {
-        p->ngran = 0;
+    s->ngran = (usable + SLAB_PAGE_MIN - 1) >> SLAB_PAGE_SHIFT;
+    s->gran_dir =
+        calloc((s->ngran + SLAB_GRAN_LEAF - 1) >> SLAB_GRAN_LEAF_SHIFT, sizeof(slab_gran_t *));
+    if (!s->gran_dir) {
+        s->ngran = 0;
         return -1;
     }
-    p->id_top = 1;
+    s->id_top = 1;
     return 0;
 }
 
-void pl_slab_destroy(pool_t *p)
+void slab_destroy(slab_t *s)
 {
-    for (uint32_t id = 1; id < p->id_top; id++) free(p->page_by_id[id]);
-    if (p->gran_dir)
-        for (size_t i = 0; i < (p->ngran + PL_GRAN_LEAF - 1) >> PL_GRAN_LEAF_SHIFT; i++)
-            free(p->gran_dir[i]);
-    free(p->gran_dir);
-    free(p->page_by_id);
-    free(p->free_ids);
-    p->gran_dir = NULL;
-    p->ngran = 0;
-    p->page_by_id = NULL;
-    p->free_ids = NULL;
+    for (uint32_t id = 1; id < s->id_top; id++) free(s->page_by_id[id]);
+    if (s->gran_dir)
+        for (size_t i = 0; i < (s->ngran + SLAB_GRAN_LEAF - 1) >> SLAB_GRAN_LEAF_SHIFT; i++)
+            free(s->gran_dir[i]);
+    free(s->gran_dir);
+    free(s->page_by_id);
+    free(s->free_ids);
+    addrmap_destroy(&s->req_map);
+    s->gran_dir = NULL;
+    s->ngran = 0;
+    s->page_by_id = NULL;
+    s->free_ids = NULL;
 }
 
-static inline pgran_t *gran_at(pool_t *p, size_t g)
+static inline slab_gran_t *gran_at(slab_t *s, size_t g)
 {
-    return &p->gran_dir[g >> PL_GRAN_LEAF_SHIFT][g & (PL_GRAN_LEAF - 1)];
+    return &s->gran_dir[g >> SLAB_GRAN_LEAF_SHIFT][g & (SLAB_GRAN_LEAF - 1)];
 }
 
 /* Make sure the leaves for a page over [addr, addr+span) exist.  0 ok, -1 host OOM (leaves
- * made so far stay: they are empty and harmless).  Leaves are kept until pool_destroy; the
+ * made so far stay: they are empty and harmless).  Leaves are kept until slab_destroy; the
  * directory slot is written with an atomic store because pool_free reads it before taking the
  * lock (to prefetch the entry). */
-static int gran_leaves(pool_t *p, uintptr_t addr, size_t span)
+static int gran_leaves(slab_t *s, uintptr_t addr, size_t span)
 {
-    size_t off = addr - p->ubase;
-    size_t l0 = (off >> PL_PAGE_SHIFT) >> PL_GRAN_LEAF_SHIFT;
-    size_t l1 = ((off + span - 1) >> PL_PAGE_SHIFT) >> PL_GRAN_LEAF_SHIFT;
+    size_t off = addr - s->ubase;
+    size_t l0 = (off >> SLAB_PAGE_SHIFT) >> SLAB_GRAN_LEAF_SHIFT;
+    size_t l1 = ((off + span - 1) >> SLAB_PAGE_SHIFT) >> SLAB_GRAN_LEAF_SHIFT;
     for (size_t l = l0; l <= l1; l++) {
-        if (p->gran_dir[l]) continue;
-        pgran_t *leaf = calloc(PL_GRAN_LEAF, sizeof *leaf);
+        if (s->gran_dir[l]) continue;
+        slab_gran_t *leaf = calloc(SLAB_GRAN_LEAF, sizeof *leaf);
         if (!leaf) return -1;
-        __atomic_store_n(&p->gran_dir[l], leaf, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->gran_dir[l], leaf, __ATOMIC_RELEASE);
     }
     return 0;
 }
 
 /* Point the granule entries of pg's span at pg (set = 1) or clear them (set = 0).
  * pre: gran_leaves() made the leaves. */
-static void gran_set(pool_t *p, ppage_t *pg, int set)
+static void gran_set(slab_t *s, slab_page_t *pg, int set)
 {
-    size_t off = pg->addr - p->ubase;
-    size_t g0 = off >> PL_PAGE_SHIFT, g1 = (off + pg->span - 1) >> PL_PAGE_SHIFT;
-    size_t in = off & (PL_PAGE_MIN - 1);
+    size_t off = pg->addr - s->ubase;
+    size_t g0 = off >> SLAB_PAGE_SHIFT, g1 = (off + pg->span - 1) >> SLAB_PAGE_SHIFT;
+    size_t in = off & (SLAB_PAGE_MIN - 1);
+    debug_assert_internal(g1 < s->ngran);
     if (in == 0)
-        gran_at(p, g0)->cover = set ? pg : NULL;
+        gran_at(s, g0)->cover = set ? pg : NULL;
     else
-        gran_at(p, g0)->start = set ? (uint64_t)(uintptr_t)pg | (uint64_t)(in >> PL_GRAN_SHIFT)
-                                                                    << PL_START_PTR_BITS
+        gran_at(s, g0)->start = set ? (uint64_t)(uintptr_t)pg | (uint64_t)(in >> DESC_GRAN_SHIFT)
+                                                                    << SLAB_START_PTR_BITS
                                     : 0;
-    for (size_t g = g0 + 1; g <= g1; g++) gran_at(p, g)->cover = set ? pg : NULL;
+    for (size_t g = g0 + 1; g <= g1; g++) gran_at(s, g)->cover = set ? pg : NULL;
     if (set)
-        p->gran_refs += g1 - g0 + 1;
+        s->gran_refs += g1 - g0 + 1;
     else
-        p->gran_refs -= g1 - g0 + 1;
+        s->gran_refs -= g1 - g0 + 1;
 }
 
 /* A page id, or 0 when they ran out (or host OOM growing the tables).  Not yet used. */
-static uint32_t id_peek(pool_t *p)
+static uint32_t id_peek(slab_t *s)
 {
-    if (p->nfree_ids) return p->free_ids[p->nfree_ids - 1];
-    if (p->id_top > PL_PAGE_ID_MAX) return 0;
-    if (p->id_top >= p->id_cap) {
-        uint32_t cap = p->id_cap ? 2 * p->id_cap : 64;
-        if (cap > PL_PAGE_ID_MAX + 1) cap = PL_PAGE_ID_MAX + 1;
-        ppage_t **a = realloc(p->page_by_id, cap * sizeof *a);
+    if (s->nfree_ids) return s->free_ids[s->nfree_ids - 1];
+    if (s->id_top > SLAB_PAGE_ID_MAX) return 0;
+    if (s->id_top >= s->id_cap) {
+        uint32_t cap = s->id_cap ? 2 * s->id_cap : 64;
+        if (cap > SLAB_PAGE_ID_MAX + 1) cap = SLAB_PAGE_ID_MAX + 1;
+        slab_page_t **a = realloc(s->page_by_id, cap * sizeof *a);
         if (!a) return 0;
-        p->page_by_id = a;
-        memset(a + p->id_cap, 0, (cap - p->id_cap) * sizeof *a);
-        uint32_t *f = realloc(p->free_ids, cap * sizeof *f);
+        s->page_by_id = a;
+        memset(a + s->id_cap, 0, (cap - s->id_cap) * sizeof *a);
+        uint32_t *f = realloc(s->free_ids, cap * sizeof *f);
         if (!f) return 0;
-        p->free_ids = f;
-        p->id_cap = cap;
+        s->free_ids = f;
+        s->id_cap = cap;
     }
-    return p->id_top;
+    return s->id_top;
 }
 
-static void id_take(pool_t *p, uint32_t id)
+static void id_take(slab_t *s, uint32_t id)
 {
-    if (p->nfree_ids && p->free_ids[p->nfree_ids - 1] == id)
-        p->nfree_ids--;
+    if (s->nfree_ids && s->free_ids[s->nfree_ids - 1] == id)
+        s->nfree_ids--;
     else
-        p->id_top++;
+        s->id_top++;
 }
 
-pblock_t *pl_large_find(pool_t *p, size_t need)
+/* Add (sign 1) or take away (sign -1) a page's stored runs to/from run_sums. */
+static void runs_account(slab_t *s, const slab_page_t *pg, int sign)
 {
-    pblock_t *b = pheap_find(&p->large, need);
-    if (!b && p->cached_pages) {
-        pl_release_cached(p);
-        b = pheap_find(&p->large, need);
+    const slab_runs_t *r = &pg->runs;
+    slab_runs_t *t = &s->run_sums;
+    t->runs += (uint64_t)(int64_t)sign * r->runs;
+    for (int k = 0; k < POOL_NBUCKETS; k++) {
+        t->blocks[k] += (uint64_t)(int64_t)sign * r->blocks[k];
+        t->bytes[k] += (uint64_t)(int64_t)sign * r->bytes[k];
+    }
+}
+
+desc_t *slab_large_find(slab_t *s, size_t need)
+{
+    desc_t *b = tlsf_find(s->heap, need);
+    if (!b && s->cached_pages) {
+        slab_release_cached(s);
+        b = tlsf_find(s->heap, need);
     }
     return b;
 }
 
-ppage_t *pl_page_new(pool_t *p, unsigned c)
+slab_page_t *slab_page_new(slab_t *s, unsigned c)
 {
-    if (!p->gran_dir) return NULL;
-    const pclass_geom_t *g = &pl_class_geom[c];
-    uint64_t want = p->cls[c].live / PL_PAGE_GROW;
+    debug_assert_internal(c < SLAB_NCLASSES && s->desc->free_count >= 1);
+    if (!s->gran_dir) return NULL;
+    const slab_geom_t *g = &slab_geom[c];
+    uint64_t want = s->cls[c].live / SLAB_PAGE_GROW;
     uint32_t n = want < g->min_slots   ? g->min_slots
                  : want > g->max_slots ? g->max_slots
                                        : (uint32_t)want;
     uint32_t nwords = (n + 63) / 64;
     size_t span = (size_t)n * g->slot;
-    pblock_t *f = pl_large_find(p, span);
-    if (!f || gran_leaves(p, f->addr + f->size - span, span) != 0) return NULL;
-    uint32_t id = id_peek(p);
+    desc_t *f = slab_large_find(s, span);
+    if (!f || gran_leaves(s, f->addr + f->size - span, span) != 0) return NULL;
+    uint32_t id = id_peek(s);
     if (!id) return NULL;
-    size_t bytes = sizeof(ppage_t) + nwords * sizeof(uint64_t) + n * sizeof(pslot_t);
-    ppage_t *pg = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    size_t bytes = sizeof(slab_page_t) + nwords * sizeof(uint64_t) + n * sizeof(slab_slot_t);
+    slab_page_t *pg = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!pg) return NULL;
-    if ((uint64_t)(uintptr_t)pg >> PL_START_PTR_BITS) { /* cannot be packed: no page */
+    if ((uint64_t)(uintptr_t)pg >> SLAB_START_PTR_BITS) { /* cannot be packed: no page */
         free(pg);
         return NULL;
     }
-    id_take(p, id);
-    pheap_remove(&p->large, f);
-    pblock_t *blk = pheap_split(&p->large, &p->desc, f, span, 1);
-    blk->state = PB_PAGE;
+    debug_assert_internal(f->state == DESC_FREE && f->size >= span);
+    id_take(s, id);
+    tlsf_remove(s->heap, f);
+    desc_t *blk = tlsf_split(s->heap, s->desc, f, span, 1);
+    blk->state = DESC_PAGE;
     blk->page = pg;
     memset(pg, 0, sizeof *pg);
     pg->addr = blk->addr;
@@ -212,7 +237,7 @@ ppage_t *pl_page_new(pool_t *p, unsigned c)
     pg->inv = g->inv;
     pg->nslots = n;
     pg->cls = (uint16_t)c;
-    pg->dirty = 1;
+    pg->dirty = 1; /* its runs (all zero) are in the sums as they are */
     pg->nwords = (uint8_t)nwords;
     pg->blk = blk;
     pg->id = id;
@@ -221,70 +246,95 @@ ppage_t *pl_page_new(pool_t *p, unsigned c)
         pg->bits[w] = left >= 64 ? ~0ull : (1ull << left) - 1;
     }
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
-    p->page_by_id[id] = pg;
-    gran_set(p, pg, 1);
-    p->pages++;
-    p->cls[c].pages++;
-    p->slab_free_bytes += span;
-    pl_partial_push(&p->cls[c], pg);
+    s->page_by_id[id] = pg;
+    gran_set(s, pg, 1);
+    s->pages++;
+    s->cls[c].pages++;
+    s->free_bytes += span;
+    slab_list_push(&s->cls[c].partial, pg);
     return pg;
 }
 
 /* Give an empty page (on no list, not cached) back to the large heap. */
-static void page_release(pool_t *p, ppage_t *pg)
+static void page_release(slab_t *s, slab_page_t *pg)
 {
-    pblock_t *blk = pg->blk;
-    pl_inner_account(p, pg, -1);
-    gran_set(p, pg, 0);
-    p->page_by_id[pg->id] = NULL;
-    p->free_ids[p->nfree_ids++] = pg->id;
-    p->pages--;
-    p->cls[pg->cls].pages--;
-    p->slab_free_bytes -= pg->span;
+    debug_assert_internal(pg->live == 0 && pg->prev == NULL && pg->next == NULL);
+    desc_t *blk = pg->blk;
+    runs_account(s, pg, -1);
+    gran_set(s, pg, 0);
+    s->page_by_id[pg->id] = NULL;
+    s->free_ids[s->nfree_ids++] = pg->id;
+    s->pages--;
+    s->cls[pg->cls].pages--;
+    s->free_bytes -= pg->span;
     free(pg);
     blk->page = NULL;
-    pheap_insert(&p->large, pheap_coalesce(&p->large, &p->desc, blk));
+    tlsf_insert(s->heap, tlsf_coalesce(s->heap, s->desc, blk));
 }
 
-unsigned pl_release_cached(pool_t *p)
+unsigned slab_release_cached(slab_t *s)
 {
     unsigned n = 0;
-    for (unsigned c = 0; c < PL_NCLASSES && p->cached_pages; c++) {
-        pclass_t *cl = &p->cls[c];
+    for (unsigned c = 0; c < SLAB_NCLASSES && s->cached_pages; c++) {
+        slab_class_t *cl = &s->cls[c];
         while (cl->cached) {
-            ppage_t *pg = cl->cached;
-            pl_list_remove(&cl->cached, pg);
+            slab_page_t *pg = cl->cached;
+            slab_list_remove(&cl->cached, pg);
             cl->ncached--;
-            p->cached_pages--;
-            page_release(p, pg);
+            s->cached_pages--;
+            page_release(s, pg);
             n++;
         }
     }
     return n;
 }
 
-void pl_page_emptied(pool_t *p, ppage_t *pg)
+void slab_page_emptied(slab_t *s, slab_page_t *pg)
 {
-    pclass_t *c = &p->cls[pg->cls];
-    if (p->live_blocks == 0) {
-        page_release(p, pg);
-        pl_release_cached(p);
-        return;
-    }
-    if (c->ncached == PL_CACHE_PAGES) {
-        ppage_t *low = pg;
-        for (ppage_t *q = c->cached; q; q = q->next)
+    slab_class_t *c = &s->cls[pg->cls];
+    debug_assert_internal(pg->live == 0 && c->ncached <= SLAB_CACHE_PAGES);
+    if (c->ncached == SLAB_CACHE_PAGES) {
+        slab_page_t *low = pg;
+        for (slab_page_t *q = c->cached; q; q = q->next)
             if (q->addr < low->addr) low = q;
         if (low == pg) {
-            page_release(p, pg);
+            page_release(s, pg);
             return;
         }
-        pl_list_remove(&c->cached, low);
+        slab_list_remove(&c->cached, low);
         c->ncached--;
-        p->cached_pages--;
-        page_release(p, low);
+        s->cached_pages--;
+        page_release(s, low);
     }
-    pl_list_push(&c->cached, pg);
+    slab_list_push(&c->cached, pg);
     c->ncached++;
-    p->cached_pages++;
+    s->cached_pages++;
+}
+
+void slab_page_runs(const slab_page_t *pg, slab_runs_t *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t n = pg->nslots;
+    for (uint32_t i = slab_next_free(pg, 0); i < n;) {
+        uint32_t j = slab_next_live(pg, i);
+        size_t bytes = (size_t)(j - i) * pg->slot;
+        int k = bucket_of(bytes);
+        out->runs++;
+        out->blocks[k]++;
+        out->bytes[k] += bytes;
+        i = slab_next_free(pg, j);
+    }
+}
+
+void slab_refresh_runs(slab_t *s)
+{
+    if (!s->pages) return;
+    for (uint32_t id = 1; id < s->id_top; id++) {
+        slab_page_t *pg = s->page_by_id[id];
+        if (!pg || !pg->dirty) continue;
+        runs_account(s, pg, -1);
+        slab_page_runs(pg, &pg->runs);
+        runs_account(s, pg, 1);
+        pg->dirty = 0;
+    }
 }

@@ -1,11 +1,18 @@
-/* pool/slab.h — size-class slabs: the hot path (inline) of small allocations.
+/* pool/slab.h — size-class slabs: small blocks as slots of slab pages carved from the large heap.
  *
- * Owns: the slot operations of slab pages, the 32-bit slot records and the address -> page
- * lookup; slab.c holds the cold operations (class geometry, page carve/release, the empty-page
- * cache, the granule table's memory).
+ * Owns: the class geometry, the slab state of a pool (slab_t: classes, pages, the granule
+ * table, the page ids, the escaped slot records), the slot operations (inline here: the alloc
+ * and free path of small blocks) and the address -> page lookup; slab.c holds the cold
+ * operations (geometry table, page carve and release, the empty-page cache, the granule and
+ * id tables' memory, the pages' free-run summaries).
+ *
+ * Layout: a page is one DESC_PAGE block of the large tiling, tiled exactly by nslots slots of
+ * one size (no tail: span = nslots * slot); a slot is free or live (bitmap), live slots record
+ * their granted and requested bytes (32-bit records).  Pages are found from an address through
+ * the granule table, never through the pool's address map.
  *
  * Algorithm:
- *   class_of(need)   need = granted rounded up to 64 B, <= PL_SLAB_MAX (256 KiB).  u = need/64
+ *   class_of(need)   need = granted rounded up to 64 B, <= SLAB_MAX (256 KiB).  u = need/64
  *                    units: u <= 16 -> class u-1 (64-byte steps up to 1 KiB); above, 8 classes
  *                    per power of two: m = floor(log2(u-1)), k = ((u-1) >> (m-3)) - 8, class
  *                    16 + 8(m-4) + k, slot = 2^m + (k+1) 2^(m-3) units.  Internal waste
@@ -23,57 +30,198 @@
  *                    offset inside a page (offset/64 < 2^16, slot units <= 2^12; test_pool
  *                    checks every class exhaustively); the address must equal the slot's start
  *                    and the slot must be live, else POOL_ENOTLIVE and nothing changes.
- *   slot record      32 bits: granted - 1 and granted - requested (pool_internal.h); a
- *                    difference that does not fit is kept in req_map (expected O(1)).
+ *   slot record      32 bits: granted - 1 and granted - requested; a difference that does not
+ *                    fit is kept in req_map (expected O(1)).
  * Cache behaviour (the reason for this layout): a free touches the granule entry, the page's
  * first hot cache line (header + the first 3 bitmap words) and one 4-byte slot record; an
  * alloc the class, the head page's hot line, one bitmap word and one slot record.
  * Invariants (pool_check): a page's bitmap has nslots - live bits set and none past nslots;
  * summary bit w <=> bits[w] != 0; a page is on its class's partial list iff 0 < live < nslots;
- * a page with live == 0 exists only on its class's cached list (<= PL_CACHE_PAGES); every
+ * a page with live == 0 exists only on its class's cached list (<= SLAB_CACHE_PAGES); every
  * live slot has granted <= slot and requested <= granted; the granule table names exactly the
- * pages.
- * Locking: caller holds pool->lock.
+ * pages; free_bytes is the sum of the free slots.
+ * Locking: caller holds pool->lock (slab_geom_init is pthread_once).
  */
 #ifndef NPUPOOL_SLAB_H
 #define NPUPOOL_SLAB_H
 
-#include "pool_internal.h"
+#include "addrmap.h"
+#include "bucket.h"
+#include "desc.h"
+#include "tlsf.h"
 
-static inline unsigned pl_class_of(size_t need)
+#pragma GCC visibility push(hidden) /* module internals: never exported by the preload library */
+
+/* ---- tunables ----------------------------------------------------------------------------- */
+/* Every granted size up to SLAB_MAX is served from a slot of its class: 64-byte steps up to
+ * 1 KiB (16 classes), then 8 classes per power of two (internal waste < 12.5 %), 80 classes in
+ * all.  Larger requests go to the TLSF heap, which rounds to 64 bytes only (a 256 KiB limit
+ * measured better minimum pools on the shipped traces than 1 MiB, at the same medians in
+ * bench_pool). */
+#define SLAB_MAX ((size_t)1 << 18)                   /* largest granted size served by a slab */
+#define SLAB_NCLASSES 80u                            /* classes 0..79, the last one 256 KiB */
+#define SLAB_PAGE_SHIFT 18u                          /* granule of the page table: 256 KiB */
+#define SLAB_PAGE_MIN ((size_t)1 << SLAB_PAGE_SHIFT) /* no page is smaller than one granule */
+#define SLAB_PAGE_MAX ((size_t)4 << 20)              /* pages of 32+ slots, capped at 4 MiB */
+#define SLAB_PAGE_SLOTS 32u                          /* slots of a full-grown page, at least */
+#define SLAB_PAGE_GROW 4u                            /* a new page: class live slots / 4 slots */
+#define SLAB_CACHE_PAGES 2u                          /* empty pages a class keeps for reuse */
+#define SLAB_PAGE_MAX_SLOTS 4096u                    /* 64 bitmap words: one summary word */
+#define SLAB_PAGE_ID_MAX 0xfffffffeu                 /* page ids 1..SLAB_PAGE_ID_MAX (0 = none) */
+
+/* ---- types -------------------------------------------------------------------------------- */
+/* Geometry of one class, the same for every pool (slab.c builds the table once). */
+typedef struct slab_geom {
+    uint32_t slot;      /* bytes per slot, a multiple of 64 */
+    uint32_t min_slots; /* slots of the smallest page: ceil(SLAB_PAGE_MIN / slot) */
+    uint32_t max_slots; /* slots of the largest page: >= 32 unless that passes 4 MiB,
+                           <= SLAB_PAGE_MAX_SLOTS */
+    uint32_t inv;       /* ceil(2^31 / (slot/64)): slot index = (off/64 * inv) >> 31 */
+} slab_geom_t;
+extern slab_geom_t slab_geom[SLAB_NCLASSES];
+void slab_geom_init(void); /* idempotent, thread-safe (pthread_once) */
+
+typedef struct slab_page slab_page_t;
+
+/* Per-pool state of one class. */
+typedef struct slab_class {
+    slab_page_t *partial; /* pages with 0 < live < nslots, doubly linked, LIFO */
+    slab_page_t *cached;  /* pages with no live slot kept for reuse, doubly linked */
+    uint32_t ncached;     /* length of `cached`, <= SLAB_CACHE_PAGES */
+    uint32_t pad;         /* unused */
+    uint64_t pages;       /* pages of this class (partial + full + cached) */
+    uint64_t live;        /* live slots in them */
+} slab_class_t;
+
+/* The sizes of a live slot in 32 bits (at 8 bytes the slot records of 100,000 live blocks
+ * missed the L2 cache on most frees): granted - 1 in the low 18 bits (granted <= SLAB_MAX),
+ * granted - requested in the high 14 bits; SLAB_REQ_ESCAPE there means the difference does not
+ * fit and requested is in slab_t.req_map under the slot's address.  (For ACL the difference is
+ * 32..63 bytes: the map stays empty.) */
+typedef uint32_t slab_slot_t;
+#define SLAB_SLOT_GBITS 18u
+#define SLAB_REQ_ESCAPE 0x3fffu
+_Static_assert(SLAB_MAX == (size_t)1 << SLAB_SLOT_GBITS, "granted - 1 fits the low bits");
+
+/* The free-slot runs of one page (slab_page_runs), valid while the page's `dirty` is 0: a run
+ * is a maximal sequence of free slots inside the page (never merged across its edges). */
+typedef struct slab_runs {
+    uint64_t runs;                  /* runs */
+    uint64_t blocks[POOL_NBUCKETS]; /* runs per user bucket (by run bytes) */
+    uint64_t bytes[POOL_NBUCKETS];  /* their bytes */
+} slab_runs_t;
+
+/* One slab page: one 64-byte aligned allocation.  The cold fields come first; the hot ones
+ * (everything the alloc/free path reads) start a cache line and are followed at once by the
+ * bitmap (3 words share that line) and then the slot records. */
+struct slab_page {
+    /* cold */
+    slab_page_t *prev; /* partial or cached list of the class: previous (NULL = head) */
+    slab_page_t *next; /* partial or cached list of the class: next */
+    desc_t *blk;       /* its PAGE block in the large tiling */
+    uint32_t id;       /* index in slab_t.page_by_id (the list of all pages) */
+    uint32_t mark;     /* scratch for pool_check */
+    slab_runs_t runs;  /* free-run summary for the statistics (as last computed) */
+    /* hot */
+    _Alignas(64) uintptr_t addr; /* first slot (absolute address) */
+    uint32_t span;               /* bytes: nslots * slot */
+    uint32_t slot;               /* bytes per slot */
+    uint32_t inv;                /* class reciprocal (slab_geom_t.inv) */
+    uint32_t nslots;             /* slots */
+    uint32_t live;               /* live slots */
+    uint16_t cls;                /* class index */
+    uint8_t dirty;               /* 1: `runs` is stale (a slot changed since it was computed) */
+    uint8_t nwords;              /* bitmap words */
+    uint64_t summary;            /* bit w set iff bits[w] != 0 */
+    uint64_t bits[];             /* [nwords] bit set = slot free; bits past nslots are 0; then
+                                    slab_slot_t[nslots], the sizes of the live slots */
+};
+
+/* One entry of the granule table: granule g covers [ubase + g*256K, ubase + (g+1)*256K).
+ * A page is at least one granule long, so at most one page starts strictly inside a granule
+ * and at most one page covers its first byte. */
+#define SLAB_START_PTR_BITS 52u /* page pointers below 2^52 (checked) */
+#define SLAB_GRAN_LEAF_SHIFT 8u /* a leaf: 256 entries = 4 KiB, 64 MiB of pool */
+#define SLAB_GRAN_LEAF (1u << SLAB_GRAN_LEAF_SHIFT)
+typedef struct slab_gran {
+    slab_page_t *cover; /* the page holding the granule's first byte, or NULL */
+    uint64_t start;     /* the page starting strictly inside the granule: its pointer |
+                           (offset/64 << SLAB_START_PTR_BITS), offset/64 in 1..4095; 0 = none */
+} slab_gran_t;
+
+/* The slab state of one pool.  Pages are carved from `heap` (the pool's large heap) and given
+ * back to it; the fields pool_free reads before taking the lock (ubase, ngran, gran_dir)
+ * never change after slab_init, and a leaf once made stays until slab_destroy. */
+typedef struct slab {
+    uintptr_t ubase;          /* origin of the granule table: the pool's first usable byte */
+    slab_gran_t **gran_dir;   /* granule table, two levels: [ngran / SLAB_GRAN_LEAF] leaves of
+                                 SLAB_GRAN_LEAF entries, allocated when a page first needs one
+                                 (NULL until then); NULL if no page fits the pool */
+    size_t ngran;             /* granule entries the table covers */
+    size_t free_bytes;        /* bytes of free slots (cached pages included) */
+    uint64_t pages;           /* slab pages */
+    uint64_t cached_pages;    /* of them, empty ones kept by their classes */
+    uint64_t gran_refs;       /* non-zero cover/start fields in the granule table */
+    slab_page_t **page_by_id; /* [id_cap] page of each id, NULL when the id is unused */
+    uint32_t *free_ids;       /* [id_cap] stack of released ids */
+    uint32_t id_cap;          /* entries in page_by_id / free_ids */
+    uint32_t id_top;          /* ids 1..id_top-1 have been handed out */
+    uint32_t nfree_ids;       /* entries on free_ids */
+    uint32_t pad;             /* unused */
+    slab_runs_t run_sums;     /* sum of every page's `runs` (as last computed) */
+    tlsf_t *heap;             /* the large heap pages come from (the pool's) */
+    desc_store_t *desc;       /* its descriptor storage */
+    addrmap_t req_map;        /* live slot address -> requested, for escaped records */
+    slab_class_t cls[SLAB_NCLASSES]; /* size classes */
+} slab_t;
+
+/* ---- hot path (inline) -------------------------------------------------------------------- */
+static inline unsigned slab_class_of(size_t need)
 {
-    size_t u = need >> PL_GRAN_SHIFT;
+    debug_assert_internal(need > 0 && need <= SLAB_MAX && need % POOL_ALIGN == 0);
+    size_t u = need >> DESC_GRAN_SHIFT;
     if (u <= 16) return (unsigned)u - 1;
     unsigned m = 63u - (unsigned)__builtin_clzll((unsigned long long)(u - 1));
     return 16u + (m - 4u) * 8u + (unsigned)((u - 1) >> (m - 3u)) - 8u;
 }
 
-/* The page holding addr, or NULL.  pre: addr inside [base, base+size). */
-static inline ppage_t *pl_page_of(const pool_t *p, uintptr_t addr)
+static inline slab_slot_t *slab_slots(const slab_page_t *pg)
 {
-    size_t off = addr - p->ubase; /* wraps for addr < ubase: then >= ngran granules */
-    size_t g = off >> PL_PAGE_SHIFT;
-    if (g >= p->ngran) return NULL;
-    const pgran_t *leaf = p->gran_dir[g >> PL_GRAN_LEAF_SHIFT];
+    return (slab_slot_t *)(uintptr_t)(pg->bits + pg->nwords);
+}
+
+/* The page holding addr, or NULL.  pre: addr inside the pool's range. */
+static inline slab_page_t *slab_page_of(const slab_t *s, uintptr_t addr)
+{
+    size_t off = addr - s->ubase; /* wraps for addr < ubase: then >= ngran granules */
+    size_t g = off >> SLAB_PAGE_SHIFT;
+    if (g >= s->ngran) return NULL;
+    const slab_gran_t *leaf = s->gran_dir[g >> SLAB_GRAN_LEAF_SHIFT];
     if (!leaf) return NULL;
-    pgran_t e = leaf[g & (PL_GRAN_LEAF - 1)];
-    ppage_t *pg = e.cover;
-    if (e.start && ((off & (PL_PAGE_MIN - 1)) >> PL_GRAN_SHIFT) >= (e.start >> PL_START_PTR_BITS))
-        pg = (ppage_t *)(uintptr_t)(e.start & (((uint64_t)1 << PL_START_PTR_BITS) - 1));
+    slab_gran_t e = leaf[g & (SLAB_GRAN_LEAF - 1)];
+    slab_page_t *pg = e.cover;
+    if (e.start &&
+        ((off & (SLAB_PAGE_MIN - 1)) >> DESC_GRAN_SHIFT) >= (e.start >> SLAB_START_PTR_BITS))
+        pg = (slab_page_t *)(uintptr_t)(e.start & (((uint64_t)1 << SLAB_START_PTR_BITS) - 1));
     if (!pg) return NULL;
     return addr - pg->addr < pg->span ? pg : NULL;
 }
 
-static inline void pl_list_push(ppage_t **head, ppage_t *pg)
+/* pre: pg is on no list. */
+static inline void slab_list_push(slab_page_t **head, slab_page_t *pg)
 {
+    debug_assert_internal(pg->prev == NULL && pg->next == NULL && *head != pg);
     pg->prev = NULL;
     pg->next = *head;
     if (*head) (*head)->prev = pg;
     *head = pg;
 }
 
-static inline void pl_list_remove(ppage_t **head, ppage_t *pg)
+/* pre: pg is on the list at *head. */
+static inline void slab_list_remove(slab_page_t **head, slab_page_t *pg)
 {
+    debug_assert_internal(pg->prev ? pg->prev->next == pg : *head == pg);
+    debug_assert_internal(!pg->next || pg->next->prev == pg);
     if (pg->prev)
         pg->prev->next = pg->next;
     else
@@ -82,46 +230,47 @@ static inline void pl_list_remove(ppage_t **head, ppage_t *pg)
     pg->prev = pg->next = NULL;
 }
 
-static inline void pl_partial_push(pclass_t *c, ppage_t *pg) { pl_list_push(&c->partial, pg); }
-static inline void pl_partial_remove(pclass_t *c, ppage_t *pg) { pl_list_remove(&c->partial, pg); }
-
 /* Move c's first cached page to its partial list (pre: c->cached).  Returns it. */
-static inline ppage_t *pl_uncache(pool_t *p, pclass_t *c)
+static inline slab_page_t *slab_uncache(slab_t *s, slab_class_t *c)
 {
-    ppage_t *pg = c->cached;
-    pl_list_remove(&c->cached, pg);
+    slab_page_t *pg = c->cached;
+    debug_assert_internal(pg != NULL && c->ncached > 0 && pg->live == 0);
+    slab_list_remove(&c->cached, pg);
     c->ncached--;
-    p->cached_pages--;
-    pl_partial_push(c, pg);
+    s->cached_pages--;
+    slab_list_push(&c->partial, pg);
     return pg;
 }
 
-static inline size_t pl_slot_granted(pslot_t s)
+static inline size_t slab_slot_granted(slab_slot_t r)
 {
-    return (size_t)(s & ((1u << PL_SLOT_GBITS) - 1)) + 1;
+    return (size_t)(r & ((1u << SLAB_SLOT_GBITS) - 1)) + 1;
 }
 
 /* 1 when a slot of these sizes needs an entry in req_map. */
-static inline int pl_slot_escapes(size_t granted, size_t requested)
+static inline int slab_slot_escapes(size_t granted, size_t requested)
 {
-    return granted - requested >= PL_REQ_ESCAPE;
+    return granted - requested >= SLAB_REQ_ESCAPE;
 }
 
-/* requested of the live slot at addr with record s. */
-static inline size_t pl_slot_requested(const pool_t *p, pslot_t s, uintptr_t addr)
+/* requested of the live slot at addr with record r. */
+static inline size_t slab_slot_requested(const slab_t *s, slab_slot_t r, uintptr_t addr)
 {
-    uint32_t d = s >> PL_SLOT_GBITS;
+    uint32_t d = r >> SLAB_SLOT_GBITS;
     uint64_t v = 0;
-    if (d != PL_REQ_ESCAPE) return pl_slot_granted(s) - d;
-    addrmap_get(&p->req_map, addr, &v);
+    if (d != SLAB_REQ_ESCAPE) return slab_slot_granted(r) - d;
+    addrmap_get(&s->req_map, addr, &v);
     return (size_t)v;
 }
 
 /* Take the lowest free slot of pg (pre: pg is on its class's partial list, so it has one;
- * when pl_slot_escapes(granted, requested), one req_map entry is reserved); record the sizes.
- * Returns the slot's address.  A page that becomes full leaves the list. */
-static inline uintptr_t pl_slot_take(pool_t *p, ppage_t *pg, size_t granted, size_t requested)
+ * when slab_slot_escapes(granted, requested), one req_map entry is reserved); record the
+ * sizes.  Returns the slot's address.  A page that becomes full leaves the list. */
+static inline uintptr_t slab_slot_take(slab_t *s, slab_page_t *pg, size_t granted, size_t requested)
 {
+    debug_assert_internal(pg->live < pg->nslots && pg->summary != 0);
+    debug_assert_internal(granted > 0 && granted <= pg->slot && requested <= granted);
+    debug_assert_expensive(pg->prev ? pg->prev->next == pg : s->cls[pg->cls].partial == pg);
     unsigned w = (unsigned)__builtin_ctzll(pg->summary);
     uint64_t word = pg->bits[w];
     unsigned idx = w * 64u + (unsigned)__builtin_ctzll(word);
@@ -130,24 +279,24 @@ static inline uintptr_t pl_slot_take(pool_t *p, ppage_t *pg, size_t granted, siz
     if (!word) pg->summary &= ~(1ull << w);
     uintptr_t addr = pg->addr + (uintptr_t)idx * pg->slot;
     uint32_t d = (uint32_t)(granted - requested);
-    if (d >= PL_REQ_ESCAPE) {
-        d = PL_REQ_ESCAPE;
-        addrmap_put_new(&p->req_map, addr, requested); /* reserved by the caller */
+    if (d >= SLAB_REQ_ESCAPE) {
+        d = SLAB_REQ_ESCAPE;
+        addrmap_put_new(&s->req_map, addr, requested); /* reserved by the caller */
     }
-    pl_slots(pg)[idx] = (uint32_t)(granted - 1) | d << PL_SLOT_GBITS;
+    slab_slots(pg)[idx] = (uint32_t)(granted - 1) | d << SLAB_SLOT_GBITS;
     pg->dirty = 1;
-    p->slab_free_bytes -= pg->slot;
-    p->cls[pg->cls].live++;
-    if (++pg->live == pg->nslots) pl_partial_remove(&p->cls[pg->cls], pg);
+    s->free_bytes -= pg->slot;
+    s->cls[pg->cls].live++;
+    if (++pg->live == pg->nslots) slab_list_remove(&s->cls[pg->cls].partial, pg);
     return addr;
 }
 
 /* Slot index of addr in pg if addr is the start of a live slot, else -1. */
-static inline long pl_slot_live(const ppage_t *pg, uintptr_t addr)
+static inline long slab_slot_live(const slab_page_t *pg, uintptr_t addr)
 {
     uintptr_t off = addr - pg->addr;
     if (off & (POOL_ALIGN - 1)) return -1;
-    uint32_t u = (uint32_t)(off >> PL_GRAN_SHIFT);
+    uint32_t u = (uint32_t)(off >> DESC_GRAN_SHIFT);
     uint32_t idx = (uint32_t)(((uint64_t)u * pg->inv) >> 31);
     if ((uintptr_t)idx * pg->slot != off) return -1;
     if (pg->bits[idx >> 6] >> (idx & 63) & 1) return -1; /* free: double free */
@@ -155,7 +304,7 @@ static inline long pl_slot_live(const ppage_t *pg, uintptr_t addr)
 }
 
 /* First free slot >= i, or nslots.  O(words skipped). */
-static inline uint32_t pl_next_free(const ppage_t *pg, uint32_t i)
+static inline uint32_t slab_next_free(const slab_page_t *pg, uint32_t i)
 {
     while (i < pg->nslots) {
         uint32_t w = i >> 6;
@@ -167,7 +316,7 @@ static inline uint32_t pl_next_free(const ppage_t *pg, uint32_t i)
 }
 
 /* First live slot >= i, or nslots.  O(words skipped). */
-static inline uint32_t pl_next_live(const ppage_t *pg, uint32_t i)
+static inline uint32_t slab_next_live(const slab_page_t *pg, uint32_t i)
 {
     while (i < pg->nslots) {
         uint32_t w = i >> 6;
@@ -181,38 +330,48 @@ static inline uint32_t pl_next_live(const ppage_t *pg, uint32_t i)
     return pg->nslots;
 }
 
-PL_API void pl_page_emptied(pool_t *p, ppage_t *pg); /* slab.c: cache or give back */
+void slab_page_emptied(slab_t *s, slab_page_t *pg); /* slab.c: cache or give back */
 
-/* Free live slot idx of pg.  May cache or release the page (then pg is gone). */
-static inline void pl_slot_give(pool_t *p, ppage_t *pg, uint32_t idx)
+/* Free live slot idx of pg (pre: slab_slot_live said so).  A page that empties is cached or
+ * given back to the large heap (then pg is gone). */
+static inline void slab_slot_give(slab_t *s, slab_page_t *pg, uint32_t idx)
 {
+    debug_assert_internal(idx < pg->nslots && pg->live > 0 && pg->live <= pg->nslots);
+    debug_assert_internal(!(pg->bits[idx >> 6] >> (idx & 63) & 1));
     pg->bits[idx >> 6] |= 1ull << (idx & 63);
     pg->summary |= 1ull << (idx >> 6);
     pg->dirty = 1;
-    p->slab_free_bytes += pg->slot;
-    pclass_t *c = &p->cls[pg->cls];
+    s->free_bytes += pg->slot;
+    slab_class_t *c = &s->cls[pg->cls];
     c->live--;
     uint32_t was = pg->live--;
     if (pg->live == 0) {
-        if (was != pg->nslots) pl_partial_remove(c, pg);
-        pl_page_emptied(p, pg);
+        if (was != pg->nslots) slab_list_remove(&c->partial, pg);
+        slab_page_emptied(s, pg);
     } else if (was == pg->nslots) {
-        pl_partial_push(c, pg);
+        slab_list_push(&c->partial, pg);
     }
 }
 
-/* ---- cold operations (slab.c) ------------------------------------------------------------ */
-/* Granule table and id tables for a pool whose range is set.  0 ok, -1 host OOM. */
-PL_API int pl_slab_init(pool_t *p);
-PL_API void pl_slab_destroy(pool_t *p);
+/* ---- cold operations (slab.c) ------------------------------------------------------------- */
+/* Set up the slab state of a pool whose usable range is [ubase, ubase + usable), with pages
+ * carved from `heap` (descriptors from `desc`).  0 ok, -1 host OOM (then slab_destroy). */
+int slab_init(slab_t *s, uintptr_t ubase, size_t usable, tlsf_t *heap, desc_store_t *desc);
+void slab_destroy(slab_t *s);
 /* A fresh page of class c carved from the large heap (from the top of a free block), pushed on
  * the class's partial list; NULL when no free block is large enough (after giving back the
  * cached pages), when host memory or page ids run out.  pre: one descriptor reserved. */
-PL_API ppage_t *pl_page_new(pool_t *p, unsigned c);
-/* pheap_find in the large heap; on a miss with cached pages, give them back and search once
+slab_page_t *slab_page_new(slab_t *s, unsigned c);
+/* tlsf_find in the large heap; on a miss with cached pages, give them back and search once
  * more.  Changes nothing else. */
-PL_API pblock_t *pl_large_find(pool_t *p, size_t need);
+desc_t *slab_large_find(slab_t *s, size_t need);
 /* Give every cached empty page back to the large heap.  Returns how many. */
-PL_API unsigned pl_release_cached(pool_t *p);
+unsigned slab_release_cached(slab_t *s);
+/* Recompute one page's run summary from its bitmap: O(nwords + runs). */
+void slab_page_runs(const slab_page_t *pg, slab_runs_t *out);
+/* Bring every page's run summary and run_sums up to date: O(pages + bitmap words of the pages
+ * changed since the last call). */
+void slab_refresh_runs(slab_t *s);
 
+#pragma GCC visibility pop
 #endif /* NPUPOOL_SLAB_H */

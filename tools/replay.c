@@ -27,7 +27,7 @@ static void *pa_create(uintptr_t base, size_t size) { return pool_create(base, s
 static void pa_destroy(void *a) { pool_destroy(a); }
 static int pa_alloc(void *a, size_t requested, size_t granted, uintptr_t *out)
 {
-    return pool_alloc(a, requested, granted, out) == POOL_OK ? 0 : -1;
+    return pool_alloc(a, requested, granted, out, NULL) == POOL_OK ? 0 : -1;
 }
 static int pa_free(void *a, uintptr_t addr)
 {

@@ -11,12 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "fmt.h"
 #include "pool.h"
-#include "slab.h" /* white box: class geometry, page of an address */
-#include "tlsf.h" /* pheap_mapping: the tests check the large heap's classes */
+#include "pool_internal.h" /* white box: class geometry, pages, the large heap's classes */
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
@@ -55,23 +59,33 @@ static void shuffle(uintptr_t *a, size_t n, uint64_t *s)
 
 /* ---- walk helpers ---------------------------------------------------------------------- */
 typedef struct walk_sum {
-    size_t free_blocks, free_bytes, largest, live_blocks, live_bytes;
-    uintptr_t last_end;
-    int order_ok;
+    size_t free_blocks, free_bytes;     /* free extents (FREE and SLOTS) and their bytes */
+    size_t largest;                     /* longest FREE extent */
+    size_t live_blocks, live_bytes;     /* live extents and their granted bytes */
+    size_t runs, slot_runs, slot_bytes; /* FREE extents, SLOTS extents and their bytes */
+    uintptr_t last_end;                 /* end of the previous extent */
+    int order_ok;                       /* 0 once an extent came out of address order */
 } walk_sum_t;
 
-static int walk_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+static int walk_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
 {
     walk_sum_t *w = ctx;
     if (addr < w->last_end) w->order_ok = 0;
     w->last_end = addr + size;
-    if (is_free) {
-        w->free_blocks++;
-        w->free_bytes += size;
-        if (size > w->largest) w->largest = size;
-    } else {
+    if (kind == POOL_EXTENT_LIVE) {
         w->live_blocks++;
         w->live_bytes += size;
+        return 0;
+    }
+    w->free_blocks++;
+    w->free_bytes += size;
+    if (kind == POOL_EXTENT_FREE) {
+        w->runs++;
+        if (size > w->largest) w->largest = size;
+    } else {
+        assert_int_equal(kind, POOL_EXTENT_SLOTS);
+        w->slot_runs++;
+        w->slot_bytes += size;
     }
     return 0;
 }
@@ -103,7 +117,7 @@ static void assert_one_free_block(pool_t *p, size_t usable)
 static uintptr_t must_alloc(pool_t *p, size_t granted)
 {
     uintptr_t a = 0;
-    int rc = pool_alloc(p, granted, granted, &a);
+    int rc = pool_alloc(p, granted, granted, &a, NULL);
     assert_int_equal(rc, POOL_OK);
     assert_int_equal(a % POOL_ALIGN, 0);
     check_pool(p);
@@ -127,10 +141,10 @@ static void test_create_args(void **state)
     assert_non_null(p);
     check_pool(p);
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, 64, &a), POOL_OK);
+    assert_int_equal(pool_alloc(p, 0, 64, &a, NULL), POOL_OK);
     assert_int_equal(a, 0); /* address 0 is a valid block start */
     check_pool(p);
-    assert_int_equal(pool_alloc(p, 0, 1, &a), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, 1, &a, NULL), POOL_ENOMEM);
     assert_int_equal(pool_free(p, 0, NULL, NULL), POOL_OK);
     check_pool(p);
     pool_destroy(p);
@@ -167,7 +181,7 @@ static void test_edge_sizes(void **state)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         uintptr_t a = 0;
         size_t req = sizes[i] > 1 ? sizes[i] - 1 : 1;
-        assert_int_equal(pool_alloc(p, req, sizes[i], &a), POOL_OK);
+        assert_int_equal(pool_alloc(p, req, sizes[i], &a, NULL), POOL_OK);
         assert_int_equal(a % POOL_ALIGN, 0);
         assert_true(a >= ubase && a + sizes[i] <= uend);
         check_pool(p);
@@ -183,7 +197,7 @@ static void test_edge_sizes(void **state)
         assert_int_equal(st.overhead_bytes, size - usable + ((64 - sizes[i] % 64) % 64));
         if (sizes[i] == usable) {
             uintptr_t b;
-            assert_int_equal(pool_alloc(p, 1, 1, &b), POOL_ENOMEM);
+            assert_int_equal(pool_alloc(p, 1, 1, &b, NULL), POOL_ENOMEM);
             check_pool(p);
         }
         g = r = 0;
@@ -194,12 +208,12 @@ static void test_edge_sizes(void **state)
         assert_one_free_block(p, usable);
     }
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, usable + 1, &a), POOL_EINVAL);
-    assert_int_equal(pool_alloc(p, 0, size, &a), POOL_EINVAL); /* head/tail never usable */
-    assert_int_equal(pool_alloc(p, 0, 0, &a), POOL_EINVAL);
-    assert_int_equal(pool_alloc(p, 10, 5, &a), POOL_EINVAL); /* requested > granted */
-    assert_int_equal(pool_alloc(p, 0, SIZE_MAX, &a), POOL_EINVAL);
-    assert_int_equal(pool_alloc(p, 0, 64, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, usable + 1, &a, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, size, &a, NULL), POOL_EINVAL); /* head/tail never usable */
+    assert_int_equal(pool_alloc(p, 0, 0, &a, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 10, 5, &a, NULL), POOL_EINVAL); /* requested > granted */
+    assert_int_equal(pool_alloc(p, 0, SIZE_MAX, &a, NULL), POOL_EINVAL);
+    assert_int_equal(pool_alloc(p, 0, 64, NULL, NULL), POOL_EINVAL);
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_int_equal(st.failed_allocs, 1);
@@ -276,7 +290,7 @@ static void test_exhaustion(void **state)
             size_t g = rng_range(&seed, s / 2 + 1, s);
             if (s == 64) g = 64;
             uintptr_t a;
-            int rc = pool_alloc(p, g, g, &a);
+            int rc = pool_alloc(p, g, g, &a, NULL);
             if (rc == POOL_ENOMEM) break;
             assert_int_equal(rc, POOL_OK);
             assert_true(n < 200000);
@@ -295,8 +309,8 @@ static void test_exhaustion(void **state)
     uint64_t failed = st.failed_allocs;
     for (int i = 0; i < 5; i++) {
         uintptr_t a;
-        assert_int_equal(pool_alloc(p, 1, 1, &a), POOL_ENOMEM);
-        assert_int_equal(pool_alloc(p, 0, 100 * MiB, &a), POOL_ENOMEM);
+        assert_int_equal(pool_alloc(p, 1, 1, &a, NULL), POOL_ENOMEM);
+        assert_int_equal(pool_alloc(p, 0, 100 * MiB, &a, NULL), POOL_ENOMEM);
     }
     pool_get_stats(p, &st);
     assert_int_equal(st.failed_allocs, failed + 10);
@@ -322,7 +336,7 @@ static void test_oom_puzzle(void **state)
     uintptr_t blk[8];
     for (int i = 0; i < 8; i++) blk[i] = must_alloc(p, GiB);
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, GiB, &a), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, GiB, &a, NULL), POOL_ENOMEM);
     for (int i = 1; i < 8; i += 2) must_free(p, blk[i]);
     pool_stats_t st;
     pool_get_stats(p, &st);
@@ -333,7 +347,7 @@ static void test_oom_puzzle(void **state)
     assert_int_equal(st.buckets[7].free_blocks, 0);
     assert_int_equal(st.buckets[6].free_blocks, 4);
     assert_int_equal(st.buckets[6].live_blocks, 4);
-    assert_int_equal(pool_alloc(p, 0, 2 * GiB, &a), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, 2 * GiB, &a, NULL), POOL_ENOMEM);
     pool_get_stats(p, &st);
     assert_int_equal(st.failed_allocs, 2);
     check_pool(p);
@@ -344,6 +358,177 @@ static void test_oom_puzzle(void **state)
         if (i % 2 == 0 || i == 1) must_free(p, blk[i]);
     assert_one_free_block(p, 8 * GiB);
     pool_destroy(p);
+}
+
+/* ---- refusals ------------------------------------------------------------------------- */
+
+/* pool_explain(granted), then pool_alloc(granted) with a `why`: they agree (NONE iff it
+ * succeeds, and a refusal's `why` is what pool_explain said); a block it got is freed again.
+ * Returns the explanation. */
+static pool_refusal_t explain_and_try(pool_t *p, size_t granted)
+{
+    pool_refusal_t r, why, after;
+    memset(&why, 0xa5, sizeof why);
+    pool_explain(p, granted, &r);
+    pool_refusal_t untouched = why;
+    uintptr_t a;
+    int rc = pool_alloc(p, granted, granted, &a, &why);
+    check_pool(p);
+    if (r.kind == POOL_REFUSAL_NONE) {
+        assert_int_equal(rc, POOL_OK);
+        assert_memory_equal(&why, &untouched, sizeof why); /* not touched on success */
+        assert_true(r.usable_largest >= r.need);
+        must_free(p, a);
+    } else {
+        assert_int_equal(rc, r.kind == POOL_REFUSAL_TOO_LARGE ? POOL_EINVAL : POOL_ENOMEM);
+        assert_memory_equal(&why, &r, sizeof why);
+        pool_explain(p, granted, &after); /* the refusal changed nothing that matters */
+        assert_memory_equal(&after, &r, sizeof after);
+    }
+    assert_int_equal(r.need, granted > SIZE_MAX - 63 ? granted : desc_align(granted));
+    return r;
+}
+
+static int largest_run_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
+{
+    (void)addr;
+    size_t *m = ctx;
+    if (kind == POOL_EXTENT_FREE && size > m[0]) m[0] = size;
+    if (kind == POOL_EXTENT_SLOTS) m[1] += size;
+    return 0;
+}
+
+/* The issue's reproduction: a 64 MiB pool filled with 100,000-byte blocks (ACL grants 100,032
+ * B), four of every five freed.  Most of the free space is now free slots, which no large
+ * request can use: requests of 410,000 and 800,000 B are refused for fragmentation, and the
+ * largest block they could be given is the longest free run, far below the 851,968 B the old
+ * "largest free block" (free slots merged with their neighbours) claimed. */
+static void test_refusal_issue_scenario(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x1100000000ull, 64 * MiB);
+    uintptr_t a[1000];
+    size_t n = 0;
+    while (n < 1000 && pool_alloc(p, 100000, 100032, &a[n], NULL) == POOL_OK) n++;
+    assert_true(n > 600 && n < 1000);
+    check_pool(p);
+    for (size_t i = 0; i < n; i++)
+        if (i % 5) must_free(p, a[i]);
+    size_t m[2] = {0, 0};
+    pool_stats_t st;
+    pool_snapshot(p, &st, largest_run_cb, m);
+    const size_t run = m[0];
+    assert_int_equal(st.largest_free_bytes, run);
+    assert_int_equal(st.slab_free_bytes, m[1]);
+    assert_true(st.slab_free_bytes > st.free_bytes / 2); /* mostly free slots */
+    assert_true(run >= 358112 && run < 410000);          /* the figures of this fill */
+
+    pool_refusal_t r = explain_and_try(p, 358112); /* a free run holds it */
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(r.usable_largest, run);
+    for (int i = 0; i < 2; i++) {
+        size_t g = i ? 800000 : 410000;
+        r = explain_and_try(p, g);
+        assert_int_equal(r.kind, POOL_REFUSAL_FRAGMENTED);
+        assert_int_equal(r.usable_largest, run);
+        assert_int_equal(r.free_bytes, st.free_bytes);
+        assert_int_equal(r.slab_free_bytes, st.slab_free_bytes);
+        assert_int_equal(r.reserved_bytes, 64 * MiB);
+        char want[256], f[4][FMT_BYTES_LEN], got[256];
+        snprintf(want, sizeof want,
+                 "fragmentation: %s free, but the largest block a %s request can be given is %s "
+                 "(%s of the free space is free slots in small-block pages)",
+                 fmt_bytes(f[0], st.free_bytes), fmt_bytes(f[1], desc_align(g)),
+                 fmt_bytes(f[2], run), fmt_bytes(f[3], st.slab_free_bytes));
+        assert_int_equal(pool_refusal_describe(&r, got, sizeof got), strlen(want));
+        assert_string_equal(got, want);
+    }
+    /* A slab-sized request is given a slot of its class (or a free run). */
+    r = explain_and_try(p, 100032);
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    r = explain_and_try(p, 64 * MiB + 1); /* more than the pool could ever hold */
+    assert_int_equal(r.kind, POOL_REFUSAL_TOO_LARGE);
+    assert_string_equal(pool_refusal_name(r.kind), "too large");
+    char got[160];
+    pool_refusal_describe(&r, got, sizeof got);
+    assert_string_equal(got, "too large: 67108928 B needed, more than the pool can ever hold "
+                             "(67108864 B)");
+    for (size_t i = 0; i < n; i += 5) must_free(p, a[i]);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+/* The other kinds: nothing free at all (exhausted), the seed's puzzle (fragmentation without
+ * free slots), a slab-sized request served by a larger class's free slot, and the sentence's
+ * truncation. */
+static void test_refusal_kinds(void **state)
+{
+    (void)state;
+    /* Exhausted: a pool of one large block. */
+    pool_t *p = pool_create(0x1200000000ull, 8 * MiB);
+    uintptr_t big = must_alloc(p, 8 * MiB - 64 * KiB);
+    pool_refusal_t r = explain_and_try(p, 100 * KiB);
+    assert_int_equal(r.kind, POOL_REFUSAL_EXHAUSTED);
+    assert_int_equal(r.free_bytes, 64 * KiB);
+    assert_int_equal(r.usable_largest, 64 * KiB);
+    char s[128];
+    pool_refusal_describe(&r, s, sizeof s);
+    assert_string_equal(s, "exhausted: 64.0 KiB free, 100.0 KiB needed");
+    assert_string_equal(pool_refusal_name(r.kind), "exhausted");
+    r = explain_and_try(p, 64 * KiB); /* exactly what is left: a 64 KiB page cannot be
+                                           carved (256 KiB minimum), the large heap serves it */
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(r.usable_largest, 64 * KiB);
+    pool_refusal_describe(&r, s, sizeof s);
+    assert_string_equal(s, "none: a 64.0 KiB request fits (the largest block it can be given is "
+                           "64.0 KiB)");
+    /* Truncation: as snprintf. */
+    char small[10];
+    assert_int_equal(pool_refusal_describe(&r, small, sizeof small), strlen(s));
+    assert_string_equal(small, "none: a 6");
+    assert_int_equal(pool_refusal_describe(&r, NULL, 0), strlen(s));
+    must_free(p, big);
+    pool_destroy(p);
+
+    /* The seed's puzzle: 4 GiB free in 1 GiB pieces, no free slot. */
+    p = pool_create(0x200000000000ull, 8 * GiB);
+    uintptr_t blk[8];
+    for (int i = 0; i < 8; i++) blk[i] = must_alloc(p, GiB);
+    for (int i = 1; i < 8; i += 2) must_free(p, blk[i]);
+    r = explain_and_try(p, 2 * GiB);
+    assert_int_equal(r.kind, POOL_REFUSAL_FRAGMENTED);
+    assert_int_equal(r.usable_largest, GiB);
+    assert_int_equal(r.slab_free_bytes, 0);
+    pool_refusal_describe(&r, s, sizeof s);
+    assert_string_equal(s, "fragmentation: 4.0 GiB free, but the largest block a 2.0 GiB request "
+                           "can be given is 1.0 GiB");
+    assert_string_equal(pool_refusal_name(r.kind), "fragmentation");
+    r = explain_and_try(p, GiB);
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    for (int i = 0; i < 8; i += 2) must_free(p, blk[i]);
+    pool_destroy(p);
+
+    /* A free slot of a larger class is the largest block a small request can be given. */
+    p = pool_create(0x1300000000ull, 4 * MiB);
+    uintptr_t x = must_alloc(p, 200 * KiB), y = must_alloc(p, 200 * KiB);
+    slab_page_t *pg = slab_page_of(&p->slab, x);
+    assert_ptr_equal(slab_page_of(&p->slab, y), pg);
+    assert_int_equal(pg->nslots, 2);
+    uintptr_t rest = must_alloc(p, 4 * MiB - pg->span); /* the whole large heap */
+    must_free(p, x);                                    /* one free 224 KiB slot */
+    r = explain_and_try(p, 1000);
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(r.usable_largest, pg->slot);
+    r = explain_and_try(p, pg->slot + 64); /* larger than the class: nothing */
+    assert_int_equal(r.kind, POOL_REFUSAL_EXHAUSTED);
+    assert_int_equal(r.usable_largest, 0);
+    assert_int_equal(r.slab_free_bytes, pg->slot);
+    must_free(p, y);
+    must_free(p, rest);
+    assert_one_free_block(p, 4 * MiB);
+    pool_destroy(p);
+    assert_string_equal(pool_refusal_name(POOL_REFUSAL_NONE), "none");
+    assert_string_equal(pool_refusal_name((enum pool_refusal_kind)42), "unknown");
 }
 
 static void coalesce_in_order(int order, uint64_t seed)
@@ -357,7 +542,7 @@ static void coalesce_in_order(int order, uint64_t seed)
         size_t g = rng_next(&seed) % 4 == 0 ? rng_range(&seed, MiB + 1, 3 * MiB)
                                             : rng_range(&seed, 1, 200 * KiB);
         uintptr_t a;
-        int rc = pool_alloc(p, g, g, &a);
+        int rc = pool_alloc(p, g, g, &a, NULL);
         if (rc == POOL_ENOMEM) break;
         assert_int_equal(rc, POOL_OK);
         live[n++] = a;
@@ -412,7 +597,7 @@ static void test_small_segregation(void **state)
     for (int round = 0; round < 40; round++) {
         size_t g = rng_range(&seed, 2 * MiB, 12 * MiB);
         large[nl++] = must_alloc(p, g);
-        large_bytes += pl_align_up(g);
+        large_bytes += desc_align(g);
         for (int k = 0; k < 30; k++) small[ns++] = must_alloc(p, rng_range(&seed, 1, 256 * KiB));
     }
     /* Large blocks are packed at the bottom of the range, with no page in between. */
@@ -420,11 +605,11 @@ static void test_small_segregation(void **state)
         size_t g;
         assert_int_equal(pool_block_size(p, large[i], &g, NULL), POOL_OK);
         assert_true(large[i] + g <= base + large_bytes);
-        assert_null(pl_page_of(p, large[i]));
+        assert_null(slab_page_of(&p->slab, large[i]));
     }
     for (size_t i = 0; i < ns; i++) {
         assert_true(small[i] >= base + large_bytes);
-        assert_non_null(pl_page_of(p, small[i]));
+        assert_non_null(slab_page_of(&p->slab, small[i]));
     }
     pool_stats_t st;
     pool_get_stats(p, &st);
@@ -432,7 +617,7 @@ static void test_small_segregation(void **state)
                 ns);
     shuffle(small, ns, &seed);
     for (size_t i = 0; i < ns; i++) must_free(p, small[i]);
-    assert_true(p->cached_pages > 0); /* empty pages kept by their classes */
+    assert_true(p->slab.cached_pages > 0); /* empty pages kept by their classes */
     walk_sum_t w = walk_sum(p);
     pool_get_stats(p, &st);
     assert_int_equal(w.free_blocks, 1);
@@ -440,7 +625,7 @@ static void test_small_segregation(void **state)
     assert_int_equal(st.free_bytes, size - large_bytes);
     assert_int_equal(st.largest_free_bytes, size - large_bytes);
     uintptr_t a = must_alloc(p, size - large_bytes);
-    assert_int_equal(p->cached_pages, 0);
+    assert_int_equal(p->slab.cached_pages, 0);
     must_free(p, a);
     for (size_t i = 0; i < nl; i++) must_free(p, large[i]);
     assert_one_free_block(p, size);
@@ -458,12 +643,13 @@ static void test_cached_page_and_tiny_pool(void **state)
     uintptr_t keep = must_alloc(p, 2 * MiB);
     uintptr_t s1 = must_alloc(p, 256 * KiB);
     uintptr_t s0 = must_alloc(p, 250 * KiB); /* same class */
-    ppage_t *pg = pl_page_of(p, s1);
+    slab_page_t *pg = slab_page_of(&p->slab, s1);
     assert_non_null(pg);
     assert_int_equal(pg->slot, 256 * KiB);
     assert_int_equal(pg->nslots, 1); /* a class with no live slot gets a minimum page */
     assert_int_equal(pg->addr + pg->span, 0x500000000ull + 64 * MiB); /* carved from the top */
-    assert_int_equal(pl_page_of(p, s0)->addr + 256 * KiB, pg->addr);  /* the next one below */
+    assert_int_equal(slab_page_of(&p->slab, s0)->addr + 256 * KiB,
+                     pg->addr); /* the next one below */
     pool_stats_t st;
     pool_get_stats(p, &st);
     /* keep | free | s0 | s1 */
@@ -471,26 +657,26 @@ static void test_cached_page_and_tiny_pool(void **state)
     assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
     assert_int_equal(st.overhead_bytes, 6 * KiB);
     must_free(p, s1); /* page empties: cached, one free run up to the top */
-    assert_int_equal(p->cached_pages, 1);
-    assert_int_equal(p->pages, 2);
+    assert_int_equal(p->slab.cached_pages, 1);
+    assert_int_equal(p->slab.pages, 2);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 2);
     assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
     must_free(p, s0); /* the class's second empty page: cached too */
-    assert_int_equal(p->cached_pages, 2);
-    assert_int_equal(p->cls[pl_class_of(256 * KiB)].ncached, 2);
-    assert_int_equal(p->pages, 2);
+    assert_int_equal(p->slab.cached_pages, 2);
+    assert_int_equal(p->slab.cls[slab_class_of(256 * KiB)].ncached, 2);
+    assert_int_equal(p->slab.pages, 2);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.largest_free_bytes, 62 * MiB);
     uintptr_t s2 = must_alloc(p, 240 * KiB + 64); /* a cached page is used again */
     assert_true(s2 == s0 || s2 == s1);
-    assert_int_equal(p->cached_pages, 1);
-    assert_int_equal(p->pages, 2);
+    assert_int_equal(p->slab.cached_pages, 1);
+    assert_int_equal(p->slab.pages, 2);
     must_free(p, s2);
     /* A large request larger than the large heap's free block takes the cached page back. */
     uintptr_t big = must_alloc(p, 62 * MiB);
-    assert_int_equal(p->pages, 0);
+    assert_int_equal(p->slab.pages, 0);
     must_free(p, big);
     must_free(p, keep);
     assert_one_free_block(p, 64 * MiB);
@@ -500,7 +686,7 @@ static void test_cached_page_and_tiny_pool(void **state)
     uintptr_t t[3];
     for (int i = 0; i < 3; i++) {
         t[i] = must_alloc(p, 100);
-        assert_null(pl_page_of(p, t[i]));
+        assert_null(slab_page_of(&p->slab, t[i]));
     }
     assert_int_equal(t[1], t[0] + 128); /* packed by the large heap, 64-byte granular */
     for (int i = 0; i < 3; i++) must_free(p, t[i]);
@@ -509,12 +695,12 @@ static void test_cached_page_and_tiny_pool(void **state)
 
     p = pool_create(0x600000000ull, 3 * MiB + 192 * KiB);
     uintptr_t a = must_alloc(p, 100); /* a 256 KiB page */
-    assert_non_null(pl_page_of(p, a));
+    assert_non_null(slab_page_of(&p->slab, a));
     uintptr_t b = must_alloc(p, 2 * MiB);
     uintptr_t c = must_alloc(p, 900 * KiB); /* above the slab limit: the large heap */
-    assert_null(pl_page_of(p, c));
+    assert_null(slab_page_of(&p->slab, c));
     uintptr_t d;
-    assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d), POOL_ENOMEM); /* 60 KiB are left */
+    assert_int_equal(pool_alloc(p, 0, 200 * KiB, &d, NULL), POOL_ENOMEM); /* 60 KiB are left */
     check_pool(p);
     must_free(p, b);
     must_free(p, a);
@@ -527,8 +713,8 @@ static void test_cached_page_and_tiny_pool(void **state)
     p = pool_create(0x600000000ull, 2 * MiB + 230 * KiB);
     b = must_alloc(p, 2 * MiB);
     c = must_alloc(p, 200 * KiB);
-    assert_null(pl_page_of(p, c));
-    assert_int_equal(p->pages, 0);
+    assert_null(slab_page_of(&p->slab, c));
+    assert_int_equal(p->slab.pages, 0);
     size_t g = 0;
     assert_int_equal(pool_block_size(p, c, &g, NULL), POOL_OK);
     assert_int_equal(g, 200 * KiB);
@@ -561,7 +747,7 @@ static void test_stats_consistency(void **state)
             size_t g = rng_range(&seed, (size_t)1 << bits, ((size_t)2 << bits) - 1);
             size_t r = g - g / 3;
             uintptr_t a;
-            int rc = pool_alloc(p, r, g, &a);
+            int rc = pool_alloc(p, r, g, &a, NULL);
             if (rc == POOL_OK) {
                 live[n++] = a;
                 granted_sum += g;
@@ -623,9 +809,9 @@ static void test_exact_class_probe(void **state)
     pool_t *p = pool_create(0xa00000000ull, size);
     const size_t A = 2 * MiB + 8 * KiB, B = 2 * MiB + 32 * KiB, R = 2 * MiB + 16 * KiB;
     unsigned fa, sa, fb, sb, fr, sr;
-    pheap_mapping(A, &fa, &sa);
-    pheap_mapping(B, &fb, &sb);
-    pheap_mapping(R, &fr, &sr);
+    tlsf_mapping(A, &fa, &sa);
+    tlsf_mapping(B, &fb, &sb);
+    tlsf_mapping(R, &fr, &sr);
     assert_true(fa == fb && fb == fr && sa == sb && sb == sr); /* one class */
     uintptr_t a = must_alloc(p, A), s1 = must_alloc(p, 3 * MiB / 2);
     uintptr_t b = must_alloc(p, B), s2 = must_alloc(p, 3 * MiB / 2);
@@ -635,15 +821,50 @@ static void test_exact_class_probe(void **state)
     must_free(p, b);
     must_free(p, a); /* head of the class list now: too small for R */
     uintptr_t r;
-    assert_int_equal(pool_alloc(p, R, R, &r), POOL_OK);
+    assert_int_equal(pool_alloc(p, R, R, &r, NULL), POOL_OK);
     assert_int_equal(r, b);
     check_pool(p);
-    assert_int_equal(pool_alloc(p, 0, B + 64, &r), POOL_ENOMEM); /* nothing that large */
+    assert_int_equal(pool_alloc(p, 0, B + 64, &r, NULL), POOL_ENOMEM); /* nothing that large */
     must_free(p, b);
     must_free(p, s1);
     must_free(p, s2);
     must_free(p, rest);
     assert_one_free_block(p, size);
+    pool_destroy(p);
+}
+
+/* The search is exact: a request whose only fitting block sits at the tail of its own class's
+ * list, behind more blocks than any bounded probe would look at, is served. */
+static void test_exact_class_search(void **state)
+{
+    (void)state;
+    enum { NSMALL = 12 };
+    pool_t *p = pool_create(0xa80000000ull, 64 * MiB);
+    const size_t A = 2 * MiB + 8 * KiB, B = 2 * MiB + 32 * KiB, R = 2 * MiB + 16 * KiB;
+    uintptr_t b = must_alloc(p, B), sep[NSMALL + 1], a[NSMALL];
+    sep[0] = must_alloc(p, 3 * MiB / 2);
+    for (int i = 0; i < NSMALL; i++) {
+        a[i] = must_alloc(p, A);
+        sep[i + 1] = must_alloc(p, 3 * MiB / 2);
+    }
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    uintptr_t rest = must_alloc(p, st.free_bytes);
+    must_free(p, b); /* first in, so last in the LIFO class list */
+    for (int i = 0; i < NSMALL; i++) must_free(p, a[i]);
+    pool_refusal_t why;
+    pool_explain(p, R, &why); /* the classifier promises it, so the search must find it */
+    assert_int_equal(why.kind, POOL_REFUSAL_NONE);
+    assert_int_equal(why.usable_largest, B);
+    uintptr_t r;
+    assert_int_equal(pool_alloc(p, R, R, &r, NULL), POOL_OK);
+    assert_int_equal(r, b);
+    check_pool(p);
+    assert_int_equal(pool_alloc(p, 0, B + 64, &r, NULL), POOL_ENOMEM); /* nothing that large */
+    must_free(p, b);
+    for (int i = 0; i <= NSMALL; i++) must_free(p, sep[i]);
+    must_free(p, rest);
+    assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);
 }
 
@@ -658,7 +879,7 @@ static void test_many_blocks(void **state)
     uint64_t seed = 17;
     for (size_t i = 0; i < N; i++) {
         size_t g = rng_range(&seed, 1, 8 * KiB);
-        assert_int_equal(pool_alloc(p, g, g, &live[i]), POOL_OK);
+        assert_int_equal(pool_alloc(p, g, g, &live[i], NULL), POOL_OK);
         if (i < 2500 || i % 100 == 0) check_pool(p);
     }
     pool_stats_t st;
@@ -677,33 +898,33 @@ static void test_many_blocks(void **state)
 
 /* ---- size-class slabs ------------------------------------------------------------------ */
 
-/* Class table: 64-byte steps to 1 KiB, then 8 per power of two to PL_SLAB_MAX (waste < 12.5 %);
+/* Class table: 64-byte steps to 1 KiB, then 8 per power of two to SLAB_MAX (waste < 12.5 %);
  * class_of agrees with the table at every boundary; page geometry within its bounds; the
  * reciprocal gives the exact slot index for every 64-byte offset inside a largest page. */
 static void test_class_geometry(void **state)
 {
     (void)state;
-    pl_classes_init();
-    assert_int_equal(pl_class_geom[0].slot, 64);
-    assert_int_equal(pl_class_geom[15].slot, KiB);
-    assert_int_equal(pl_class_geom[PL_NCLASSES - 1].slot, PL_SLAB_MAX);
-    for (unsigned c = 0; c < PL_NCLASSES; c++) {
-        const pclass_geom_t *g = &pl_class_geom[c];
-        size_t lo = c == 0 ? 64 : pl_class_geom[c - 1].slot + 64; /* smallest need of c */
+    slab_geom_init();
+    assert_int_equal(slab_geom[0].slot, 64);
+    assert_int_equal(slab_geom[15].slot, KiB);
+    assert_int_equal(slab_geom[SLAB_NCLASSES - 1].slot, SLAB_MAX);
+    for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
+        const slab_geom_t *g = &slab_geom[c];
+        size_t lo = c == 0 ? 64 : slab_geom[c - 1].slot + 64; /* smallest need of c */
         assert_int_equal(g->slot % 64, 0);
         assert_true(g->slot >= lo);
-        assert_int_equal(pl_class_of(g->slot), c);
-        assert_int_equal(pl_class_of(lo), c);
+        assert_int_equal(slab_class_of(g->slot), c);
+        assert_int_equal(slab_class_of(lo), c);
         if (c >= 16)
             assert_true((double)g->slot < 1.125 * (double)lo + 1e-9);
         else
             assert_int_equal(g->slot, lo);
         assert_true(g->min_slots >= 1 && g->min_slots <= g->max_slots);
-        assert_true(g->max_slots <= PL_PAGE_MAX_SLOTS);
-        assert_true((size_t)g->min_slots * g->slot >= PL_PAGE_MIN);
-        assert_true((size_t)g->max_slots * g->slot <= PL_PAGE_MAX);
-        if ((size_t)g->slot * PL_PAGE_SLOTS <= PL_PAGE_MAX)
-            assert_true(g->max_slots >= PL_PAGE_SLOTS);
+        assert_true(g->max_slots <= SLAB_PAGE_MAX_SLOTS);
+        assert_true((size_t)g->min_slots * g->slot >= SLAB_PAGE_MIN);
+        assert_true((size_t)g->max_slots * g->slot <= SLAB_PAGE_MAX);
+        if ((size_t)g->slot * SLAB_PAGE_SLOTS <= SLAB_PAGE_MAX)
+            assert_true(g->max_slots >= SLAB_PAGE_SLOTS);
         uint32_t units = g->slot / 64, end = g->max_slots * units;
         for (uint32_t u = 0; u < end; u++)
             if ((uint32_t)(((uint64_t)u * g->inv) >> 31) != u / units)
@@ -717,14 +938,14 @@ static void test_slab_class_boundaries(void **state)
 {
     (void)state;
     pool_t *p = pool_create(0xb00000000ull, 256 * MiB);
-    for (unsigned c = 0; c < PL_NCLASSES; c++) {
-        size_t slot = pl_class_geom[c].slot;
-        size_t sizes[2] = {c == 0 ? 1 : pl_class_geom[c - 1].slot + 1, slot};
+    for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
+        size_t slot = slab_geom[c].slot;
+        size_t sizes[2] = {c == 0 ? 1 : slab_geom[c - 1].slot + 1, slot};
         uintptr_t a[2];
         for (int i = 0; i < 2; i++) {
-            assert_int_equal(pool_alloc(p, sizes[i] / 2, sizes[i], &a[i]), POOL_OK);
+            assert_int_equal(pool_alloc(p, sizes[i] / 2, sizes[i], &a[i], NULL), POOL_OK);
             check_pool(p);
-            ppage_t *pg = pl_page_of(p, a[i]);
+            slab_page_t *pg = slab_page_of(&p->slab, a[i]);
             assert_non_null(pg);
             assert_int_equal(pg->cls, c);
             assert_int_equal(pg->slot, slot);
@@ -746,25 +967,25 @@ static void test_slab_class_boundaries(void **state)
             assert_int_equal(r, sizes[i] / 2);
             check_pool(p);
         }
-        assert_int_equal(p->pages, 0); /* nothing live: every page given back */
+        assert_int_equal(p->slab.pages, 0); /* nothing live: every page given back */
     }
     /* One past the last class: the large heap. */
-    uintptr_t a = must_alloc(p, PL_SLAB_MAX + 1);
-    assert_null(pl_page_of(p, a));
+    uintptr_t a = must_alloc(p, SLAB_MAX + 1);
+    assert_null(slab_page_of(&p->slab, a));
     must_free(p, a);
     assert_one_free_block(p, 256 * MiB);
     pool_destroy(p);
 }
 
-static size_t partial_len(const pclass_t *c)
+static size_t partial_len(const slab_class_t *c)
 {
     size_t n = 0;
-    for (const ppage_t *pg = c->partial; pg; pg = pg->next) n++;
+    for (const slab_page_t *pg = c->partial; pg; pg = pg->next) n++;
     return n;
 }
 
 /* Pages grow with their class, fill up, leave and rejoin the partial list, are cached when
- * they empty (at most PL_CACHE_PAGES per class: beyond that the lowest one goes), reused
+ * they empty (at most SLAB_CACHE_PAGES per class: beyond that the lowest one goes), reused
  * before new pages are carved, and given back. */
 static void test_slab_page_recycling(void **state)
 {
@@ -772,82 +993,82 @@ static void test_slab_page_recycling(void **state)
     enum { N = 600 };
     pool_t *p = pool_create(0xc00000000ull, 256 * MiB);
     uintptr_t keep = must_alloc(p, 8 * MiB); /* keeps the pool non-empty */
-    unsigned c = pl_class_of(16 * KiB);
-    const pclass_geom_t *g = &pl_class_geom[c];
-    assert_int_equal(g->min_slots, PL_PAGE_MIN / (16 * KiB));
+    unsigned c = slab_class_of(16 * KiB);
+    const slab_geom_t *g = &slab_geom[c];
+    assert_int_equal(g->min_slots, SLAB_PAGE_MIN / (16 * KiB));
     assert_true(g->max_slots > g->min_slots);
     uintptr_t a[N];
     for (int i = 0; i < N; i++) {
         a[i] = must_alloc(p, 16 * KiB);
-        assert_true(partial_len(&p->cls[c]) <= 1);
+        assert_true(partial_len(&p->slab.cls[c]) <= 1);
     }
-    assert_int_equal(p->cls[c].live, N);
-    assert_int_equal(pl_page_of(p, a[0])->nslots, g->min_slots); /* the first page */
-    assert_true(pl_page_of(p, a[N - 1])->nslots > g->min_slots); /* grown with the class */
+    assert_int_equal(p->slab.cls[c].live, N);
+    assert_int_equal(slab_page_of(&p->slab, a[0])->nslots, g->min_slots); /* the first page */
+    assert_true(slab_page_of(&p->slab, a[N - 1])->nslots > g->min_slots); /* grown with the class */
     /* Empty pages one after another, from the top (the oldest) down: the first
-     * PL_CACHE_PAGES are cached, then each new empty page is the lowest and goes. */
-    ppage_t *order[N];
+     * SLAB_CACHE_PAGES are cached, then each new empty page is the lowest and goes. */
+    slab_page_t *order[N];
     size_t npages = 0;
     for (int i = 0; i < N; i++) {
-        ppage_t *pg = pl_page_of(p, a[i]);
+        slab_page_t *pg = slab_page_of(&p->slab, a[i]);
         if (npages == 0 || order[npages - 1] != pg) order[npages++] = pg;
     }
-    assert_true(npages > PL_CACHE_PAGES + 2);
-    uintptr_t cached_addr[PL_CACHE_PAGES];
-    for (size_t k = 0; k < PL_CACHE_PAGES + 2; k++) {
-        ppage_t *pg = order[k];
+    assert_true(npages > SLAB_CACHE_PAGES + 2);
+    uintptr_t cached_addr[SLAB_CACHE_PAGES];
+    for (size_t k = 0; k < SLAB_CACHE_PAGES + 2; k++) {
+        slab_page_t *pg = order[k];
         uintptr_t addr = pg->addr;
-        uint64_t pages = p->pages;
+        uint64_t pages = p->slab.pages;
         for (int i = 0; i < N; i++)
-            if (a[i] && pl_page_of(p, a[i]) == pg) {
+            if (a[i] && slab_page_of(&p->slab, a[i]) == pg) {
                 must_free(p, a[i]);
                 a[i] = 0;
             }
-        if (k < PL_CACHE_PAGES) {
-            assert_int_equal(p->pages, pages);
-            assert_int_equal(p->cls[c].ncached, k + 1);
+        if (k < SLAB_CACHE_PAGES) {
+            assert_int_equal(p->slab.pages, pages);
+            assert_int_equal(p->slab.cls[c].ncached, k + 1);
             cached_addr[k] = addr;
             assert_true(k == 0 || addr < cached_addr[k - 1]);
         } else {
-            assert_int_equal(p->pages, pages - 1); /* the lowest (this one) is given back */
-            assert_int_equal(p->cls[c].ncached, PL_CACHE_PAGES);
-            assert_null(pl_page_of(p, addr));
+            assert_int_equal(p->slab.pages, pages - 1); /* the lowest (this one) is given back */
+            assert_int_equal(p->slab.cls[c].ncached, SLAB_CACHE_PAGES);
+            assert_null(slab_page_of(&p->slab, addr));
         }
     }
-    assert_int_equal(p->cached_pages, PL_CACHE_PAGES);
+    assert_int_equal(p->slab.cached_pages, SLAB_CACHE_PAGES);
     /* Partly used pages are on the partial list and are filled before any cached one. */
     for (int i = 0; i < N; i += 7)
         if (a[i]) {
             must_free(p, a[i]);
             a[i] = 0;
         }
-    assert_true(partial_len(&p->cls[c]) > 1);
+    assert_true(partial_len(&p->slab.cls[c]) > 1);
     for (int i = 0; i < N; i++)
-        if (!a[i] && p->cls[c].partial) {
+        if (!a[i] && p->slab.cls[c].partial) {
             a[i] = must_alloc(p, 16 * KiB - 100);
-            for (size_t k = 0; k < PL_CACHE_PAGES; k++)
-                assert_true(pl_page_of(p, a[i])->addr != cached_addr[k]);
+            for (size_t k = 0; k < SLAB_CACHE_PAGES; k++)
+                assert_true(slab_page_of(&p->slab, a[i])->addr != cached_addr[k]);
         }
-    assert_int_equal(partial_len(&p->cls[c]), 0);
-    assert_int_equal(p->cached_pages, PL_CACHE_PAGES);
+    assert_int_equal(partial_len(&p->slab.cls[c]), 0);
+    assert_int_equal(p->slab.cached_pages, SLAB_CACHE_PAGES);
     /* Then the cached pages, before any new page is carved. */
-    uint64_t pages = p->pages;
+    uint64_t pages = p->slab.pages;
     size_t reused = 0;
     for (int i = 0; i < N; i++)
         if (!a[i]) {
             a[i] = must_alloc(p, 16 * KiB);
-            for (size_t k = 0; k < PL_CACHE_PAGES; k++)
-                reused += pl_page_of(p, a[i])->addr == cached_addr[k];
+            for (size_t k = 0; k < SLAB_CACHE_PAGES; k++)
+                reused += slab_page_of(&p->slab, a[i])->addr == cached_addr[k];
         }
-    assert_int_equal(p->cached_pages, 0);
-    assert_true(reused >= PL_CACHE_PAGES);
-    assert_int_equal(p->pages, pages + 1); /* one more page for the two pages given back */
+    assert_int_equal(p->slab.cached_pages, 0);
+    assert_true(reused >= SLAB_CACHE_PAGES);
+    assert_int_equal(p->slab.pages, pages + 1); /* one more page for the two pages given back */
     for (int i = N; i-- > 0;) must_free(p, a[i]);
-    assert_true(p->cached_pages <= PL_CACHE_PAGES);
-    assert_int_equal(p->cls[c].live, 0);
+    assert_true(p->slab.cached_pages <= SLAB_CACHE_PAGES);
+    assert_int_equal(p->slab.cls[c].live, 0);
     must_free(p, keep);
-    assert_int_equal(p->pages, 0);
-    assert_int_equal(p->cached_pages, 0);
+    assert_int_equal(p->slab.pages, 0);
+    assert_int_equal(p->slab.cached_pages, 0);
     assert_one_free_block(p, 256 * MiB);
     pool_destroy(p);
 }
@@ -861,13 +1082,13 @@ static void test_slab_misuse(void **state)
     pool_t *p = pool_create(base, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
     uintptr_t a = must_alloc(p, 3000), b = must_alloc(p, 3000), c = must_alloc(p, 3000);
-    ppage_t *pg = pl_page_of(p, a);
+    slab_page_t *pg = slab_page_of(&p->slab, a);
     assert_int_equal(pg->slot, 3 * KiB);
     assert_int_equal(b, a + 3 * KiB);
     assert_int_equal(c, b + 3 * KiB);
     uintptr_t x = must_alloc(p, 100 * KiB); /* its own class and page */
     must_free(p, x);                        /* ... now cached */
-    assert_int_equal(p->cached_pages, 1);
+    assert_int_equal(p->slab.cached_pages, 1);
     must_free(p, b);
     pool_stats_t before, after;
     pool_get_stats(p, &before);
@@ -899,9 +1120,9 @@ static void test_slab_misuse(void **state)
     must_free(p, c);
     assert_int_equal(pool_free(p, c, NULL, NULL), POOL_ENOTLIVE);
     must_free(p, a); /* the page empties: cached (the 100 KiB class holds the other) */
-    assert_int_equal(p->cached_pages, 2);
+    assert_int_equal(p->slab.cached_pages, 2);
     must_free(p, keep); /* nothing live: both pages go */
-    assert_int_equal(p->pages, 0);
+    assert_int_equal(p->slab.pages, 0);
     assert_int_equal(pool_free(p, a, NULL, NULL), POOL_ENOTLIVE); /* now a free large block */
     assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);
@@ -914,7 +1135,7 @@ static void test_slab_larger_class_fallback(void **state)
     (void)state;
     pool_t *p = pool_create(0xe00000000ull, 4 * MiB);
     uintptr_t a = must_alloc(p, 1000);
-    ppage_t *pg = pl_page_of(p, a);
+    slab_page_t *pg = slab_page_of(&p->slab, a);
     assert_int_equal(pg->slot, KiB);
     const size_t n = pg->nslots - 1, span = pg->span;
     uintptr_t big = must_alloc(p, 4 * MiB - span); /* the whole large heap */
@@ -924,7 +1145,7 @@ static void test_slab_larger_class_fallback(void **state)
         size_t want = 100 + i % 900;
         s[i] = must_alloc(p, want);
         granted += want;
-        assert_ptr_equal(pl_page_of(p, s[i]), pg);
+        assert_ptr_equal(slab_page_of(&p->slab, s[i]), pg);
         size_t g;
         assert_int_equal(pool_block_size(p, s[i], &g, NULL), POOL_OK);
         assert_int_equal(g, want);
@@ -935,10 +1156,10 @@ static void test_slab_larger_class_fallback(void **state)
     assert_int_equal(st.free_blocks, 0);
     assert_int_equal(st.overhead_bytes, span - 1000 - granted);
     uintptr_t x;
-    assert_int_equal(pool_alloc(p, 0, 64, &x), POOL_ENOMEM);
+    assert_int_equal(pool_alloc(p, 0, 64, &x, NULL), POOL_ENOMEM);
     check_pool(p);
     must_free(p, s[10]);
-    assert_int_equal(pool_alloc(p, 0, 64, &x), POOL_OK); /* the slot just freed */
+    assert_int_equal(pool_alloc(p, 0, 64, &x, NULL), POOL_OK); /* the slot just freed */
     assert_int_equal(x, s[10]);
     s[10] = x;
     check_pool(p);
@@ -950,8 +1171,8 @@ static void test_slab_larger_class_fallback(void **state)
     pool_destroy(p);
 }
 
-/* Free runs are maximal across page edges: a cached page between a free block and a live
- * page is one free block with the free block. */
+/* Cached (empty) pages are part of the free runs of the large heap: a cached page between a
+ * free block and a live page is one free run with the free block. */
 static void test_free_runs_across_pages(void **state)
 {
     (void)state;
@@ -966,37 +1187,160 @@ static void test_free_runs_across_pages(void **state)
     must_free(p, p2); /* cached, between live p3 and live p1 */
     walk_sum_t w = walk_sum(p);
     assert_int_equal(w.free_blocks, 2);
+    assert_int_equal(w.runs, 2);
     assert_int_equal(w.largest, 64 * MiB - 2 * MiB - 3 * 256 * KiB);
     must_free(p, p3); /* cached too: p3, p2 and the free space below are one run */
-    assert_int_equal(p->pages, 3);
-    assert_int_equal(p->cached_pages, 2);
+    assert_int_equal(p->slab.pages, 3);
+    assert_int_equal(p->slab.cached_pages, 2);
     w = walk_sum(p);
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_int_equal(w.free_blocks, 1);
     assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 256 * KiB);
+    assert_int_equal(st.slab_free_bytes, 0); /* cached pages are not free slots */
     assert_true(st.fragmentation == 0.0);
-    /* A page with free slots on both edges joins free memory on both sides. */
+    /* A large request for the whole run gets it: the miss gives the cached pages back. */
+    uintptr_t big = must_alloc(p, 64 * MiB - 2 * MiB - 256 * KiB);
+    assert_int_equal(p->slab.cached_pages, 0);
+    must_free(p, big);
     must_free(p, p1);
-    uintptr_t q[8];
-    for (int i = 0; i < 8; i++) q[i] = must_alloc(p, 64); /* one 4096-slot page of 64 bytes */
+    must_free(p, keep);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+static int stop_at_second(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind);
+
+typedef struct extent {
+    uintptr_t addr;        /* first byte */
+    size_t size;           /* bytes (granted for a live one) */
+    enum pool_extent kind; /* what pool_walk said it is */
+} extent_t;
+
+typedef struct extents {
+    extent_t e[32]; /* the first 32 extents of a walk */
+    size_t n;       /* extents the walk reported (may exceed 32) */
+} extents_t;
+
+static int record_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
+{
+    extents_t *x = ctx;
+    if (x->n < 32) x->e[x->n] = (extent_t){addr, size, kind};
+    x->n++;
+    return 0;
+}
+
+static void expect_extents(pool_t *p, const extent_t *want, size_t n)
+{
+    extents_t got = {0};
+    pool_stats_t st;
+    assert_int_equal(pool_snapshot(p, &st, record_cb, &got), 0);
+    for (size_t i = 0; i < n && i < got.n; i++)
+        if (got.e[i].addr != want[i].addr || got.e[i].size != want[i].size ||
+            got.e[i].kind != want[i].kind)
+            fail_msg("extent %zu: got %#lx+%zu kind %d, want %#lx+%zu kind %d", i,
+                     (unsigned long)got.e[i].addr, got.e[i].size, got.e[i].kind,
+                     (unsigned long)want[i].addr, want[i].size, want[i].kind);
+    assert_int_equal(got.n, n);
+}
+
+/* pool_walk's three kinds, exactly: free slots are reported per page, never merged with the
+ * free run next to the page nor across the page's edge; a cached page is (part of) a free
+ * run; the statistics count the same extents (free slots are fragmentation). */
+static void test_walk_kinds(void **state)
+{
+    (void)state;
+    const uintptr_t base = 0xf80000000ull, top = base + 64 * MiB;
+    const enum pool_extent L = POOL_EXTENT_LIVE, F = POOL_EXTENT_FREE, S = POOL_EXTENT_SLOTS;
+    pool_t *p = pool_create(base, 64 * MiB);
+    uintptr_t keep = must_alloc(p, 2 * MiB), q[8];
+    for (int i = 0; i < 8; i++) q[i] = must_alloc(p, 64); /* one page: 4096 slots of 64 B */
+    const uintptr_t pg = top - 256 * KiB;
+    assert_int_equal(q[0], pg);
     for (int i = 0; i < 8; i += 2) must_free(p, q[i]);
+    const size_t run = 64 * MiB - 2 * MiB - 256 * KiB, tail = (4096 - 8) * 64;
+    const extent_t want1[] = {
+        {keep, 2 * MiB, L}, {base + 2 * MiB, run, F}, {pg, 64, S},         {pg + 64, 64, L},
+        {pg + 128, 64, S},  {pg + 192, 64, L},        {pg + 256, 64, S},   {pg + 320, 64, L},
+        {pg + 384, 64, S},  {pg + 448, 64, L},        {pg + 512, tail, S},
+    };
+    expect_extents(p, want1, sizeof want1 / sizeof want1[0]);
+    pool_stats_t st;
     pool_get_stats(p, &st);
-    w = walk_sum(p);
-    assert_int_equal(st.free_blocks, w.free_blocks);
-    assert_int_equal(st.largest_free_bytes, w.largest);
+    assert_int_equal(st.free_bytes, run + 4 * 64 + tail);
+    assert_int_equal(st.largest_free_bytes, run); /* not run + 64: slot 0 is not merged */
+    assert_int_equal(st.slab_free_bytes, 4 * 64 + tail);
+    assert_int_equal(st.free_blocks, 6);
+    assert_int_equal(st.buckets[0].free_blocks, 4);
+    assert_int_equal(st.buckets[2].free_blocks, 1); /* the page's last 4088 slots */
+    assert_int_equal(st.buckets[5].free_blocks, 1); /* the run */
+    assert_true(st.fragmentation == 1.0 - (double)run / (double)(run + 4 * 64 + tail));
+
+    /* Two 256 KiB one-slot pages below it; the upper one empties: a cached page between a
+     * live page and the slots of q's page is a free run of its own. */
+    uintptr_t r1 = must_alloc(p, 256 * KiB), r2 = must_alloc(p, 256 * KiB);
+    assert_int_equal(r1, pg - 256 * KiB);
+    assert_int_equal(r2, pg - 512 * KiB);
+    must_free(p, r1);
+    assert_int_equal(p->slab.cached_pages, 1);
+    const extent_t want2[] = {
+        {keep, 2 * MiB, L},  {base + 2 * MiB, run - 512 * KiB, F},
+        {r2, 256 * KiB, L},  {r1, 256 * KiB, F},
+        {pg, 64, S},         {pg + 64, 64, L},
+        {pg + 128, 64, S},   {pg + 192, 64, L},
+        {pg + 256, 64, S},   {pg + 320, 64, L},
+        {pg + 384, 64, S},   {pg + 448, 64, L},
+        {pg + 512, tail, S},
+    };
+    expect_extents(p, want2, sizeof want2 / sizeof want2[0]);
+    must_free(p, r2); /* cached too: one run from the free block up to q's page */
+    assert_int_equal(p->slab.cached_pages, 2);
+    expect_extents(p, want1, sizeof want1 / sizeof want1[0]);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.largest_free_bytes, run);
+    assert_int_equal(st.slab_free_bytes, 4 * 64 + tail);
     for (int i = 1; i < 8; i += 2) must_free(p, q[i]);
     must_free(p, keep);
     assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);
 }
 
-static int stop_at_second(void *ctx, uintptr_t addr, size_t size, int is_free)
+/* pool_snapshot: the statistics and the walk of one instant; either may be left out. */
+static void test_snapshot(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xfc0000000ull, 64 * MiB);
+    uintptr_t a = must_alloc(p, 3 * MiB), b = must_alloc(p, 1000), c = must_alloc(p, 5 * MiB);
+    must_free(p, a);
+    pool_stats_t s1, s2;
+    walk_sum_t w = {.order_ok = 1};
+    assert_int_equal(pool_snapshot(p, &s1, walk_cb, &w), 0);
+    pool_get_stats(p, &s2);
+    assert_memory_equal(&s1, &s2, sizeof s1);
+    assert_int_equal(pool_snapshot(p, &s2, NULL, NULL), 0);
+    assert_memory_equal(&s1, &s2, sizeof s1);
+    assert_int_equal(w.free_blocks, s1.free_blocks);
+    assert_int_equal(w.free_bytes, s1.free_bytes);
+    assert_int_equal(w.largest, s1.largest_free_bytes);
+    assert_int_equal(w.slot_bytes, s1.slab_free_bytes);
+    assert_int_equal(w.live_blocks, s1.live_blocks);
+    assert_int_equal(w.live_bytes, s1.allocated_bytes);
+    int calls = 0;
+    assert_int_equal(pool_snapshot(p, NULL, stop_at_second, &calls), 77);
+    assert_int_equal(calls, 2);
+    assert_int_equal(pool_snapshot(NULL, &s2, walk_cb, &w), 0);
+    assert_int_equal(s2.reserved_bytes, 0);
+    must_free(p, b);
+    must_free(p, c);
+    pool_destroy(p);
+}
+
+static int stop_at_second(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
 {
     (void)addr;
     (void)size;
-    (void)is_free;
+    (void)kind;
     return ++*(int *)ctx == 2 ? 77 : 0;
 }
 
@@ -1013,6 +1357,64 @@ static void test_walk_stops(void **state)
     pool_destroy(p);
 }
 
+/* ---- leveled assertions ---------------------------------------------------------------- */
+#if NPUPOOL_DEBUG >= 2
+typedef struct misuse {
+    pool_t *p;   /* pool the child misuses */
+    uintptr_t a; /* a live slot */
+    int what;    /* which violation */
+} misuse_t;
+
+static void misuse(misuse_t *m)
+{
+    pool_t *p = m->p;
+    slab_page_t *pg = slab_page_of(&p->slab, m->a);
+    switch (m->what) {
+    case 0: tlsf_coalesce(&p->large, &p->desc, p->large_first); break; /* a FREE block */
+    case 1: slab_slot_give(&p->slab, pg, 1); break;                    /* a free slot */
+    case 2: tlsf_remove(&p->large, pg->blk); break;                    /* a PAGE block */
+    case 3: pool_explain(NULL, 64, NULL); break;                       /* contract */
+    }
+}
+
+/* Run misuse number `what` in a child (stderr to /dev/null); it must die of SIGABRT. */
+static void expect_abort(misuse_t *m, int what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 2);
+        m->what = what;
+        misuse(m);
+        _exit(0); /* the assertion did not fire */
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT)
+        fail_msg("misuse %d: child ended with status %#x, not SIGABRT", what, st);
+}
+#endif
+
+/* The assertions of base/debug.h are on in the sanitizer builds (NPUPOOL_DEBUG=2): deliberate
+ * precondition violations abort (in a child).  The plain build compiles them out: nothing to
+ * test there (not a cmocka skip(), which TAP reports as "not ok ... # SKIP"). */
+static void test_assertions_fire(void **state)
+{
+    (void)state;
+#if NPUPOOL_DEBUG >= 2
+    pool_t *p = pool_create(0x1400000000ull, 64 * MiB);
+    uintptr_t big = must_alloc(p, 4 * MiB);
+    must_free(p, big); /* the whole range is one FREE block */
+    misuse_t m = {.p = p, .a = must_alloc(p, 1000)};
+    for (int what = 0; what < 4; what++) expect_abort(&m, what);
+    check_pool(p); /* the parent's pool is untouched */
+    must_free(p, m.a);
+    pool_destroy(p);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1021,6 +1423,8 @@ int main(void)
         cmocka_unit_test(test_misuse),
         cmocka_unit_test(test_exhaustion),
         cmocka_unit_test(test_oom_puzzle),
+        cmocka_unit_test(test_refusal_issue_scenario),
+        cmocka_unit_test(test_refusal_kinds),
         cmocka_unit_test(test_coalesce_forward),
         cmocka_unit_test(test_coalesce_reverse),
         cmocka_unit_test(test_coalesce_random),
@@ -1028,6 +1432,7 @@ int main(void)
         cmocka_unit_test(test_cached_page_and_tiny_pool),
         cmocka_unit_test(test_stats_consistency),
         cmocka_unit_test(test_exact_class_probe),
+        cmocka_unit_test(test_exact_class_search),
         cmocka_unit_test(test_many_blocks),
         cmocka_unit_test(test_walk_stops),
         cmocka_unit_test(test_class_geometry),
@@ -1036,6 +1441,9 @@ int main(void)
         cmocka_unit_test(test_slab_misuse),
         cmocka_unit_test(test_slab_larger_class_fallback),
         cmocka_unit_test(test_free_runs_across_pages),
+        cmocka_unit_test(test_assertions_fire),
+        cmocka_unit_test(test_walk_kinds),
+        cmocka_unit_test(test_snapshot),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
 }

@@ -5,8 +5,12 @@
  * ENOMEM must be honest (no free block the request could use was large enough); every free
  * returns what the alloc recorded.  pool_check() runs after every operation; the pool's
  * counters are compared with the model's sums.  Sizes are log-uniform from 1 byte to the whole
- * pool, mixed with the exact edge sizes (and the slab class boundaries).  Invalid frees (random in-range addresses, outside
- * addresses) must leave the pool unchanged.
+ * pool, mixed with the exact edge sizes (and the slab class boundaries).  Invalid frees
+ * (random in-range addresses, outside addresses) must leave the pool unchanged.
+ * After every operation the refusal classifier is probed at five sizes (slab-sized, large, a
+ * class's slot size, the largest free run and just above it): pool_explain says NONE iff
+ * pool_alloc of that size succeeds (the block is freed again), its usable_largest equals a
+ * white-box figure worked out from the blocks, and a refusal's `why` equals pool_explain.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -75,9 +79,9 @@ static size_t model_lower(const model_t *m, uintptr_t addr)
 static void model_add(model_t *m, live_t e)
 {
     size_t i = model_lower(m, e.addr);
-    size_t end = e.addr + pl_align_up(e.granted);
+    size_t end = e.addr + desc_align(e.granted);
     if (i < m->n) assert_true(end <= m->v[i].addr); /* no overlap with the block above */
-    if (i > 0) assert_true(m->v[i - 1].addr + pl_align_up(m->v[i - 1].granted) <= e.addr);
+    if (i > 0) assert_true(m->v[i - 1].addr + desc_align(m->v[i - 1].granted) <= e.addr);
     if (m->n == m->cap) {
         m->cap = m->cap ? 2 * m->cap : 256;
         m->v = realloc(m->v, m->cap * sizeof *m->v);
@@ -100,21 +104,71 @@ static live_t model_take(model_t *m, size_t i)
     return e;
 }
 
-/* Largest free space a request of `need` bytes could have used (white box): a run of the
- * large heap's FREE blocks and cached (empty) slab pages, which a miss gives back and which
- * then coalesce; for a slab-sized request also a free slot of any class (slot >= need). */
+/* The largest block a request of `need` bytes could be given (white box, worked out here
+ * from the blocks and pages, apart from pool_classify): a run of the large heap's FREE blocks
+ * and cached (empty) slab pages, which a miss gives back and which then coalesce; for a
+ * slab-sized request also a free slot of its class or a larger one. */
 static size_t usable_free(pool_t *p, size_t need)
 {
     size_t best = 0, run = 0;
-    for (const pblock_t *b = p->large_first; b; b = b->phys_next) {
-        int free_now = b->state == PB_FREE || (b->state == PB_PAGE && b->page->live == 0);
+    for (const desc_t *b = p->large_first; b; b = b->phys_next) {
+        int free_now = b->state == DESC_FREE || (b->state == DESC_PAGE && b->page->live == 0);
         run = free_now ? run + b->size : 0;
         if (run > best) best = run;
-        if (b->state == PB_PAGE && need <= PL_SLAB_MAX && b->page->live < b->page->nslots &&
-            b->page->slot > best)
-            best = b->page->slot;
     }
+    for (const desc_t *b = p->large_first; need <= SLAB_MAX && b; b = b->phys_next)
+        if (b->state == DESC_PAGE && b->page->live < b->page->nslots &&
+            b->page->cls >= slab_class_of(need) && b->page->slot > best)
+            best = b->page->slot;
     return best;
+}
+
+typedef struct counts {
+    uint64_t ok_allocs, enomem, frees, invalid; /* what the pool's counters must say */
+    uint64_t probes, refused;                   /* probes made, and refused */
+} counts_t;
+
+/* The classifier's guarantee, probed at request size g: pool_explain says NONE iff pool_alloc
+ * succeeds; usable_largest is the white-box figure; a refusal's `why` is pool_explain's answer
+ * (before and after: a refusal gives cached pages back, which changes no figure).  A block
+ * the probe got is freed again.  pool_check after each. */
+static void probe(pool_t *p, size_t g, size_t usable, counts_t *k, uint64_t seed, long step)
+{
+    if (g == 0 || g > usable) return;
+    pool_refusal_t r, why, after;
+    pool_explain(p, g, &r);
+    size_t need = desc_align(g), white = usable_free(p, need);
+    if (r.usable_largest != white || (r.kind == POOL_REFUSAL_NONE) != (white >= need))
+        print_error("seed %llu step %ld: explain(%zu): kind %d usable %zu, white box %zu\n",
+                    (unsigned long long)seed, step, g, r.kind, r.usable_largest, white);
+    assert_int_equal(r.usable_largest, white);
+    assert_int_equal(r.need, need);
+    uintptr_t a;
+    int rc = pool_alloc(p, g, g, &a, &why);
+    if (rc == POOL_OK) {
+        if (r.kind != POOL_REFUSAL_NONE)
+            print_error("seed %llu step %ld: %zu B allocated, explain said %s\n",
+                        (unsigned long long)seed, step, g, pool_refusal_name(r.kind));
+        assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+        assert_int_equal(pool_free(p, a, NULL, NULL), POOL_OK);
+        k->ok_allocs++;
+        k->frees++;
+    } else {
+        assert_int_equal(rc, POOL_ENOMEM);
+        if (r.kind == POOL_REFUSAL_NONE)
+            print_error("seed %llu step %ld: %zu B refused, explain said it fits in %zu\n",
+                        (unsigned long long)seed, step, g, r.usable_largest);
+        assert_true(r.kind == POOL_REFUSAL_EXHAUSTED || r.kind == POOL_REFUSAL_FRAGMENTED);
+        assert_int_equal(r.kind,
+                         r.free_bytes < need ? POOL_REFUSAL_EXHAUSTED : POOL_REFUSAL_FRAGMENTED);
+        assert_memory_equal(&why, &r, sizeof why);
+        pool_explain(p, g, &after);
+        assert_memory_equal(&after, &r, sizeof after);
+        k->enomem++;
+        k->refused++;
+    }
+    k->probes++;
+    check_pool(p, seed, step);
 }
 
 static size_t pick_size(uint64_t *s, size_t usable)
@@ -123,10 +177,8 @@ static size_t pick_size(uint64_t *s, size_t usable)
     unsigned r = (unsigned)(rng_next(s) % 100);
     if (r < 6) return edge[rng_next(s) % (sizeof edge / sizeof edge[0])];
     if (r < 12) { /* a slab class's first or last size */
-        unsigned c = (unsigned)(rng_next(s) % PL_NCLASSES);
-        size_t v = rng_next(s) & 1 ? pl_class_geom[c].slot
-                   : c == 0        ? 1
-                                   : pl_class_geom[c - 1].slot + 1;
+        unsigned c = (unsigned)(rng_next(s) % SLAB_NCLASSES);
+        size_t v = rng_next(s) & 1 ? slab_geom[c].slot : c == 0 ? 1 : slab_geom[c - 1].slot + 1;
         return v > usable ? usable : v;
     }
     if (r == 6) return usable;
@@ -143,6 +195,7 @@ static size_t pick_size(uint64_t *s, size_t usable)
 #else
 #define STEP_SCALE 1
 #endif
+#define PROBE_EVERY 1 /* probe the refusal classifier after every operation */
 
 static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps, int alloc_pct)
 {
@@ -153,7 +206,7 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
     size_t usable = uend - ubase;
     model_t m = {0};
     uint64_t s = seed;
-    uint64_t ok_allocs = 0, enomem = 0, frees = 0, invalid = 0;
+    counts_t k = {0};
     for (long step = 0; step < steps; step++) {
         unsigned op = (unsigned)(rng_next(&s) % 100);
         if (op < 3) {
@@ -171,28 +224,28 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
             pool_get_stats(p, &after);
             before.invalid_frees++;
             assert_memory_equal(&before, &after, sizeof before);
-            invalid++;
+            k.invalid++;
         } else if (m.n == 0 || op < (unsigned)alloc_pct) {
             size_t g = pick_size(&s, usable);
             size_t r = (size_t)(rng_next(&s) % (g + 1));
             uintptr_t a = 0;
-            int rc = pool_alloc(p, r, g, &a);
+            int rc = pool_alloc(p, r, g, &a, NULL);
             if (g > usable) {
                 assert_int_equal(rc, POOL_EINVAL);
             } else if (rc == POOL_OK) {
                 assert_int_equal(a % POOL_ALIGN, 0);
                 assert_true(a >= ubase && a <= uend && uend - a >= g);
                 model_add(&m, (live_t){a, g, r});
-                ok_allocs++;
+                k.ok_allocs++;
             } else {
                 assert_int_equal(rc, POOL_ENOMEM);
-                size_t need = pl_align_up(g), have = usable_free(p, need);
+                size_t need = desc_align(g), have = usable_free(p, need);
                 if (have >= need)
                     print_error("seed %llu step %ld: ENOMEM for %zu bytes with a %zu-byte "
                                 "free block\n",
                                 (unsigned long long)seed, step, need, have);
                 assert_true(have < need);
-                enomem++;
+                k.enomem++;
             }
         } else {
             size_t i = (size_t)(rng_next(&s) % m.n);
@@ -201,23 +254,35 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
             assert_int_equal(pool_free(p, e.addr, &g, &r), POOL_OK);
             assert_int_equal(g, e.granted);
             assert_int_equal(r, e.requested);
-            frees++;
+            k.frees++;
         }
         check_pool(p, seed, step);
+        if (step % PROBE_EVERY == 0) {
+            /* Probes: a slab size, a large size, a slab class's last size, and both sides of
+             * the largest free run (the edge where a request starts to be refused). */
+            pool_stats_t now;
+            pool_get_stats(p, &now);
+            probe(p, 1 + (size_t)(rng_next(&s) % SLAB_MAX), usable, &k, seed, step);
+            probe(p, pick_size(&s, usable), usable, &k, seed, step);
+            probe(p, slab_geom[rng_next(&s) % SLAB_NCLASSES].slot, usable, &k, seed, step);
+            probe(p, now.largest_free_bytes, usable, &k, seed, step);
+            probe(p, now.largest_free_bytes + 1 + rng_next(&s) % 64, usable, &k, seed, step);
+        }
         pool_stats_t st;
         pool_get_stats(p, &st);
         assert_int_equal(st.live_blocks, m.n);
         assert_int_equal(st.allocated_bytes, m.granted);
         assert_int_equal(st.requested_bytes, m.requested);
-        assert_int_equal(st.allocs, ok_allocs);
-        assert_int_equal(st.frees, frees);
-        assert_int_equal(st.failed_allocs, enomem);
-        assert_int_equal(st.invalid_frees, invalid);
+        assert_int_equal(st.allocs, k.ok_allocs);
+        assert_int_equal(st.frees, k.frees);
+        assert_int_equal(st.failed_allocs, k.enomem);
+        assert_int_equal(st.invalid_frees, k.invalid);
         assert_int_equal(st.allocated_bytes + st.free_bytes + st.overhead_bytes, size);
     }
     /* Every kind of outcome happened. */
-    assert_true(ok_allocs > 100 / STEP_SCALE && frees > 100 / STEP_SCALE);
-    assert_true(enomem > 10 / STEP_SCALE && invalid > 10 / STEP_SCALE);
+    assert_true(k.ok_allocs > 100 / STEP_SCALE && k.frees > 100 / STEP_SCALE);
+    assert_true(k.enomem > 10 / STEP_SCALE && k.invalid > 10 / STEP_SCALE);
+    assert_true(k.probes > 100 / STEP_SCALE && k.refused > 10 / STEP_SCALE);
     while (m.n > 0) {
         live_t e = model_take(&m, (size_t)(rng_next(&s) % m.n));
         assert_int_equal(pool_free(p, e.addr, NULL, NULL), POOL_OK);

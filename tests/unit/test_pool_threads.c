@@ -1,7 +1,8 @@
 /* tests/unit/test_pool_threads.c — 8 threads allocate and free concurrently on one pool while
- * a 9th reads statistics and runs the checker; at the end no two live blocks overlap, the
- * counters match what the threads kept, the checker finds nothing, and freeing everything
- * leaves one free block.  Meant to run under the TSan build too.
+ * a 9th takes snapshots (statistics and walk under one lock hold, which must agree) and runs
+ * the checker; at the end no two live blocks overlap, the counters match what the threads
+ * kept, the checker finds nothing, and freeing everything leaves one free block.  Meant to run
+ * under the TSan build too.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -53,7 +54,7 @@ static void *worker_main(void *arg)
             unsigned bits = (unsigned)(rng_next(&w->seed) % 22);
             size_t g = ((size_t)1 << bits) + (size_t)(rng_next(&w->seed) % ((size_t)1 << bits));
             uintptr_t a;
-            int rc = pool_alloc(w->pool, g / 2, g, &a);
+            int rc = pool_alloc(w->pool, g / 2, g, &a, NULL);
             if (rc == POOL_OK) {
                 size_t got = 0;
                 if (a % POOL_ALIGN || pool_block_size(w->pool, a, &got, NULL) != POOL_OK ||
@@ -89,14 +90,44 @@ typedef struct reader {
     long rounds;    /* snapshots taken */
 } reader_t;
 
+/* Tallies of one walk, to compare with the statistics of the same snapshot. */
+typedef struct tally {
+    uint64_t live, free_extents; /* live extents; FREE + SLOTS extents */
+    size_t live_bytes, free_bytes, slot_bytes, largest;
+} tally_t;
+
+static int tally_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
+{
+    tally_t *t = ctx;
+    (void)addr;
+    if (kind == POOL_EXTENT_LIVE) {
+        t->live++;
+        t->live_bytes += size;
+        return 0;
+    }
+    t->free_extents++;
+    t->free_bytes += size;
+    if (kind == POOL_EXTENT_SLOTS) t->slot_bytes += size;
+    if (kind == POOL_EXTENT_FREE && size > t->largest) t->largest = size;
+    return 0;
+}
+
 static void *reader_main(void *arg)
 {
     reader_t *r = arg;
     while (!__atomic_load_n(&stop_reader, __ATOMIC_ACQUIRE)) {
         pool_stats_t st;
-        pool_get_stats(r->pool, &st);
+        tally_t t = {0};
+        pool_snapshot(r->pool, &st, r->rounds % 4 == 0 ? tally_cb : NULL, &t);
         if (st.allocated_bytes + st.free_bytes + st.overhead_bytes != st.reserved_bytes ||
-            st.largest_free_bytes > st.free_bytes || st.allocs < st.frees)
+            st.largest_free_bytes > st.free_bytes || st.allocs < st.frees ||
+            st.slab_free_bytes > st.free_bytes)
+            r->bad_stats++;
+        /* one lock hold: the walk describes exactly the instant of the statistics */
+        if (r->rounds % 4 == 0 &&
+            (t.live != st.live_blocks || t.live_bytes != st.allocated_bytes ||
+             t.free_extents != st.free_blocks || t.free_bytes != st.free_bytes ||
+             t.slot_bytes != st.slab_free_bytes || t.largest != st.largest_free_bytes))
             r->bad_stats++;
         if (r->rounds % 16 == 0 && pool_check(r->pool, NULL, 0) != 0) r->bad_checks++;
         if (!pool_contains(r->pool, st.base)) r->bad_stats++;
@@ -184,7 +215,7 @@ static void test_lock_unlock(void **state)
     pool_lock(p);
     pool_unlock(p);
     uintptr_t a;
-    assert_int_equal(pool_alloc(p, 0, 4096, &a), POOL_OK);
+    assert_int_equal(pool_alloc(p, 0, 4096, &a, NULL), POOL_OK);
     assert_int_equal(pool_free(p, a, NULL, NULL), POOL_OK);
     pool_destroy(p);
 }
