@@ -4,16 +4,16 @@
 # BENCH_ARGS_POOL (default empty = 200000 timed pairs) is passed to bench_pool.
 
 ifeq ($(SAN),)
-BENCH_OBJS := $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/bench/bench_frag.o \
-              $(BUILD)/obj/bench/firstfit.o
+BENCH_OBJS := $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/bench/bench_frag.o
 $(BENCH_OBJS): CFLAGS += -O2
+$(BENCH_OBJS): INC := $(POOL_INC) -Itools
 
-$(BUILD)/bench/bench_pool: $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/bench/firstfit.o \
+$(BUILD)/bench/bench_pool: $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/tools/firstfit.o \
                            $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm
 
-$(BUILD)/bench/bench_frag: $(BUILD)/obj/bench/bench_frag.o $(BUILD)/obj/bench/firstfit.o \
+$(BUILD)/bench/bench_frag: $(BUILD)/obj/bench/bench_frag.o $(BUILD)/obj/tools/firstfit.o \
                            $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lm

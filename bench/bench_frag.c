@@ -1,5 +1,5 @@
 /* bench/bench_frag.c — fragmentation on the seed scenario: npupool's pool vs the seed's
- * first-fit pool (bench/firstfit.c).
+ * first-fit pool (tools/firstfit.c).
  *
  * Trace (seeded, identical for both allocators): NALLOC allocations of fp32 tensors
  * [batch, seq, 4096] with batch uniform in {1,2,4,8,16,32} and seq uniform in
@@ -113,7 +113,7 @@ static void trace_gen(trace_t *t, size_t n, uint64_t seed)
 typedef struct runner {
     int kind;         /* 0 = npupool, 1 = firstfit */
     pool_t *pool;     /* kind 0 */
-    ff_pool_t *ff;    /* kind 1 */
+    firstfit_t *ff;   /* kind 1 */
     size_t size;      /* pool bytes */
     size_t *live_off; /* kind 1: sorted offsets of live blocks (for the physical view) */
     size_t *live_len; /* their aligned lengths */
@@ -128,7 +128,7 @@ static void runner_open(runner_t *r, int kind, size_t size, size_t cap)
     if (kind == 0) {
         r->pool = pool_create(POOL_BASE, size);
     } else {
-        r->ff = ff_create(size);
+        r->ff = firstfit_create(size);
         r->live_off = malloc(cap * sizeof *r->live_off);
         r->live_len = malloc(cap * sizeof *r->live_len);
     }
@@ -137,7 +137,7 @@ static void runner_open(runner_t *r, int kind, size_t size, size_t cap)
 static void runner_close(runner_t *r)
 {
     pool_destroy(r->pool);
-    ff_destroy(r->ff);
+    firstfit_destroy(r->ff);
     free(r->live_off);
     free(r->live_len);
 }
@@ -159,7 +159,7 @@ static int runner_alloc(runner_t *r, size_t bytes, uintptr_t *addr, int track)
 {
     if (r->kind == 0) return pool_alloc(r->pool, bytes, bytes, addr, NULL) == POOL_OK ? 0 : -1;
     size_t off;
-    if (ff_alloc(r->ff, bytes, &off) != 0) return -1;
+    if (firstfit_alloc(r->ff, bytes, &off) != 0) return -1;
     *addr = off;
     if (track) {
         size_t i = live_pos(r, off);
@@ -178,7 +178,7 @@ static void runner_free(runner_t *r, uintptr_t addr, int track)
         pool_free(r->pool, addr, NULL, NULL);
         return;
     }
-    ff_free(r->ff, addr);
+    firstfit_free(r->ff, addr);
     if (track) {
         size_t i = live_pos(r, addr);
         memmove(&r->live_off[i], &r->live_off[i + 1], (r->nlive - i - 1) * sizeof *r->live_off);
@@ -195,7 +195,7 @@ static double runner_ratio(runner_t *r)
         pool_get_stats(r->pool, &st);
         return st.free_bytes ? (double)st.largest_free_bytes / (double)st.free_bytes : -1.0;
     }
-    size_t free_bytes = ff_free_bytes(r->ff);
+    size_t free_bytes = firstfit_free_bytes(r->ff);
     if (!free_bytes) return -1.0;
     size_t best = 0, at = 0;
     for (size_t i = 0; i < r->nlive; i++) {

@@ -80,14 +80,14 @@ static uintptr_t do_alloc(pair_bench_t *b, size_t size)
     case V_GLIBC: return (uintptr_t)malloc(size);
     case V_POOL: {
         uintptr_t a = 0;
-        pool_alloc(b->pool, size, ((size + 31) & ~(size_t)31) + 32, &a);
+        pool_alloc(b->pool, size, ((size + 31) & ~(size_t)31) + 32, &a, NULL);
         return a;
     }
     default: {
         uint32_t sid = ledger_stack_capture(0); /* before any lock, as the shim does */
         size_t granted = ((size + 31) & ~(size_t)31) + 32;
         uintptr_t a = 0;
-        if (pool_alloc(b->pool, size, granted, &a) == POOL_OK)
+        if (pool_alloc(b->pool, size, granted, &a, NULL) == POOL_OK)
             ledger_record_alloc(a, 0, size, granted, VOCAB_MALLOC, VOCAB_FROM_POOL, sid);
         return a;
     }
@@ -232,15 +232,14 @@ static void alloc_many(void *arg)
     uint32_t sid = ledger_stack_capture(0);
     for (size_t i = 0; i < c->per_stack; i++) {
         uintptr_t a;
-        if (pool_alloc(c->pool, 256, 320, &a) != POOL_OK) return;
+        if (pool_alloc(c->pool, 256, 320, &a, NULL) != POOL_OK) return;
         ledger_record_alloc(a, 0, 256, 320, VOCAB_MALLOC, VOCAB_FROM_POOL, sid);
         c->made++;
     }
 }
 
 static pool_t *bench_pool;
-static void for_each_device(void *ctx,
-                            void (*cb)(void *, int, pool_t *, const struct shim_counters *),
+static void for_each_device(void *ctx, void (*cb)(void *, int, pool_t *, const wire_counters_t *),
                             void *cbctx)
 {
     (void)ctx;
@@ -270,11 +269,14 @@ static void report_bench(void)
            m.stack_bytes);
     char path[128];
     snprintf(path, sizeof path, "/tmp/npupool-bench-report-%d.json", (int)getpid());
-    setenv("NPUPOOL_REPORT", path, 1);
     report_source_t src = {for_each_device, NULL, NULL};
     for (int symbols = 0; symbols <= 1; symbols++) {
-        setenv("NPUPOOL_REPORT_SYMBOLS", symbols ? "1" : "0", 1);
-        report_init(&src);
+        report_config_t cfg = {.pattern = path,
+                               .free_map_max = 4096,
+                               .live_map_max = 4096,
+                               .symbols = symbols,
+                               .oom_max = 10};
+        report_init(&cfg, &src);
         uint64_t best = UINT64_MAX, first = 0;
         for (int rep = 0; rep < 3; rep++) {
             uint64_t r0 = now_ns();

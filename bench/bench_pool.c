@@ -3,7 +3,7 @@
  *             one mutex), 64 GiB made-up range
  *   glibc     malloc/free, kept in its main arena (mallopt: mmap threshold 32 MiB = its maximum,
  *             trim threshold INT_MAX, one arena); sizes here never exceed 1 MiB
- *   firstfit  the seed document's first-fit pool (bench/firstfit.c), 64 GiB
+ *   firstfit  the seed document's first-fit pool (tools/firstfit.c), 64 GiB
  * Scenarios (from issue 2): 1,000 live blocks with sizes log-uniform 512 B..1 MiB, and 100,000
  * live blocks with sizes log-uniform 512 B..256 KiB.  All allocators see the same sequence:
  * fill `live` slots, run untimed warm-up pairs, then time each pair "free slot i; malloc a new
@@ -152,16 +152,16 @@ static void gl_free(void *c, uintptr_t a)
     free((void *)a);
 }
 
-static void *ff_create_ctx(void) { return ff_create(POOL_RANGE); }
-static void ff_destroy_ctx(void *c) { ff_destroy(c); }
+static void *ff_create_ctx(void) { return firstfit_create(POOL_RANGE); }
+static void ff_destroy_ctx(void *c) { firstfit_destroy(c); }
 static int ff_alloc_ctx(void *c, size_t size, uintptr_t *a)
 {
     size_t off;
-    int rc = ff_alloc(c, size, &off);
+    int rc = firstfit_alloc(c, size, &off);
     *a = off;
     return rc;
 }
-static void ff_free_ctx(void *c, uintptr_t a) { ff_free(c, a); }
+static void ff_free_ctx(void *c, uintptr_t a) { firstfit_free(c, a); }
 
 static const alloc_ops_t g_ops[] = {
     {"npupool", np_create, np_destroy, np_alloc, np_free},

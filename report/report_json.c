@@ -1,15 +1,15 @@
 /* report/report_json.c — building one "npupool-report/1" document (docs/report.md).
  *
- * Owns: the document's layout and the pool figures.  Pool figures of a device come from ONE
- * pool_walk (one hold of the pool lock): allocated, free, largest free, free blocks, live blocks,
- * the buckets and the free map are all computed from the same walk, so allocated + free +
- * overhead = reserved, fragmentation = 1 - largest_free / free and largest_free = the largest
- * free-map entry hold exactly.  reserved, requested, peak and the pool's own counters come from a
- * pool_get_stats taken right after; when the pool's alloc/free counters did not move between a
- * stats call before and after the walk (retried a few times), requested_bytes belongs to the same
- * instant too ("snapshot_consistent": true).
- * The free map is capped at NPUPOOL_REPORT_FREE_MAP entries: the largest blocks are kept (so the
- * largest free block is always listed), in address order; the rest is counted.
+ * Owns: the document's layout.  A device's pool figures and maps come from ONE pool_snapshot
+ * (one hold of the pool lock): the figures are the pool's own free-space summary (the one
+ * pool_get_stats and pool_check use), the maps the walk of the same instant, so allocated + free
+ * + overhead = reserved, fragmentation = 1 - largest_free / free, and largest_free = the largest
+ * free run of the free map hold exactly.
+ * The free map lists free runs ([offset, size]: memory any request can be given) and runs of free
+ * slots inside small-block pages ([offset, size, 1]: usable by small requests of that class
+ * only).  It is capped at NPUPOOL_REPORT_FREE_MAP entries: free runs are kept before slots and
+ * large before small (so the largest free block is always listed), in address order; the rest is
+ * counted.
  *
  * Frames arrays are written as JSON text (escaped here) and embedded as raw cJSON items: they are
  * the bulk of a large report and this keeps the document to a few cJSON items per site.
@@ -149,29 +149,29 @@ static cJSON *build_config(jb_t *b, const report_input_t *in)
 /* ---- pool figures ------------------------------------------------------------------------------ */
 
 typedef struct free_ent {
-    uintptr_t addr; /* block start */
-    size_t size;    /* block bytes */
+    uintptr_t addr; /* extent start */
+    size_t size;    /* extent bytes */
+    int slots;      /* free map: 1 = free slots inside a small-block page, 0 = a free run */
 } free_ent_t;
 
+/* The maps of one device, filled by the walk of pool_snapshot (the figures come from the same
+ * snapshot's statistics: the pool's one free-space summary). */
 typedef struct walk_acc {
-    size_t allocated;     /* sum of granted bytes of live blocks */
-    size_t free_bytes;    /* sum of free block sizes */
-    size_t largest;       /* largest free block */
-    uint64_t free_blocks; /* free blocks */
-    uint64_t live_blocks; /* live blocks */
-    pool_bucket_stats_t buckets[POOL_NBUCKETS];
-    free_ent_t *heap;      /* min-heap by size of the largest free blocks seen */
+    free_ent_t *heap;      /* min-heap of the free extents kept (free runs rank above slots) */
     size_t nheap, capheap; /* used / capacity (= the free-map cap) */
-    uint64_t omitted;      /* free blocks left out of the heap */
+    uint64_t omitted;      /* free extents left out of the heap */
     size_t omitted_bytes;  /* their bytes */
-    free_ent_t *lheap;     /* the same for live blocks (the live map) */
+    free_ent_t *lheap;     /* the same for live blocks (the live map), by size */
     size_t nlheap, caplheap;
     uint64_t lomitted;     /* live blocks left out */
     size_t lomitted_bytes; /* their bytes */
 } walk_acc_t;
 
+/* The order of "which to keep": a free run before free slots (the largest free block is always
+ * listed), then by size. */
 static int ent_less(const free_ent_t *a, const free_ent_t *b)
 {
+    if (a->slots != b->slots) return a->slots > b->slots;
     return a->size < b->size || (a->size == b->size && a->addr > b->addr);
 }
 
@@ -189,11 +189,10 @@ static void heap_sift_down(free_ent_t *h, size_t n, size_t i)
     }
 }
 
-/* Keep the `cap` largest entries in a min-heap; count what falls out. */
+/* Keep the `cap` first entries by ent_less in a min-heap; count what falls out. */
 static void heap_push(free_ent_t *heap, size_t *n, size_t cap, uint64_t *omitted,
-                      size_t *omitted_bytes, uintptr_t addr, size_t size)
+                      size_t *omitted_bytes, free_ent_t e)
 {
-    free_ent_t e = {addr, size};
     if (*n < cap) {
         size_t i = (*n)++;
         heap[i] = e;
@@ -211,29 +210,19 @@ static void heap_push(free_ent_t *heap, size_t *n, size_t cap, uint64_t *omitted
         heap[0] = e;
         heap_sift_down(heap, *n, 0);
     } else {
-        *omitted_bytes += size;
+        *omitted_bytes += e.size;
     }
 }
 
 /* Runs under the pool lock: no allocation, no calls out. */
-static int walk_cb(void *ctx, uintptr_t addr, size_t size, int is_free)
+static int walk_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind)
 {
     walk_acc_t *a = ctx;
-    int k = pool_bucket_of(size);
-    if (is_free) {
-        a->free_bytes += size;
-        a->free_blocks++;
-        if (size > a->largest) a->largest = size;
-        a->buckets[k].free_blocks++;
-        a->buckets[k].free_bytes += size;
-        heap_push(a->heap, &a->nheap, a->capheap, &a->omitted, &a->omitted_bytes, addr, size);
-    } else {
-        heap_push(a->lheap, &a->nlheap, a->caplheap, &a->lomitted, &a->lomitted_bytes, addr, size);
-        a->allocated += size;
-        a->live_blocks++;
-        a->buckets[k].live_blocks++;
-        a->buckets[k].live_bytes += size;
-    }
+    free_ent_t e = {addr, size, kind == POOL_EXTENT_SLOTS};
+    if (kind == POOL_EXTENT_LIVE)
+        heap_push(a->lheap, &a->nlheap, a->caplheap, &a->lomitted, &a->lomitted_bytes, e);
+    else
+        heap_push(a->heap, &a->nheap, a->capheap, &a->omitted, &a->omitted_bytes, e);
     return 0;
 }
 
@@ -260,52 +249,38 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
                        const site_key_t *keys)
 {
     const report_config_t *cfg = in->cfg;
-    walk_acc_t a;
-    pool_stats_t before, after;
     size_t cap = cfg->free_map_max > 0 ? (size_t)cfg->free_map_max : 0;
     size_t lcap = cfg->live_map_max > 0 ? (size_t)cfg->live_map_max : 0;
-    free_ent_t *heap = cap ? malloc(cap * sizeof *heap) : NULL;
-    free_ent_t *lheap = lcap ? malloc(lcap * sizeof *lheap) : NULL;
-    if (cap && !heap) cap = 0;
-    if (lcap && !lheap) lcap = 0;
-    int consistent = 0;
-    for (int attempt = 0; attempt < 4 && !consistent; attempt++) {
-        memset(&a, 0, sizeof a);
-        a.heap = heap;
-        a.capheap = cap;
-        a.lheap = lheap;
-        a.caplheap = lcap;
-        pool_get_stats(pool, &before);
-        pool_walk(pool, walk_cb, &a);
-        pool_get_stats(pool, &after);
-        consistent = before.allocs == after.allocs && before.frees == after.frees;
-    }
-    size_t overhead = after.reserved_bytes - a.allocated - a.free_bytes;
+    walk_acc_t a = {0};
+    a.heap = cap ? malloc(cap * sizeof *a.heap) : NULL;
+    a.lheap = lcap ? malloc(lcap * sizeof *a.lheap) : NULL;
+    a.capheap = a.heap ? cap : 0;
+    a.caplheap = a.lheap ? lcap : 0;
+    pool_stats_t st;
+    pool_snapshot(pool, &st, walk_cb, &a); /* figures and maps of one instant */
     cJSON *p = add(b, dev, "pool", cJSON_CreateObject());
     if (p) {
         char base[32];
-        snprintf(base, sizeof base, "0x%lx", (unsigned long)after.base);
+        snprintf(base, sizeof base, "0x%lx", (unsigned long)st.base);
         str(b, p, "base", base);
-        unum(b, p, "reserved_bytes", after.reserved_bytes);
-        unum(b, p, "allocated_bytes", a.allocated);
-        unum(b, p, "requested_bytes", after.requested_bytes);
-        num(b, p, "peak_allocated_bytes",
-            (double)(after.peak_allocated_bytes > a.allocated ? after.peak_allocated_bytes
-                                                              : a.allocated));
-        unum(b, p, "free_bytes", a.free_bytes);
-        unum(b, p, "largest_free_bytes", a.largest);
-        num(b, p, "fragmentation",
-            a.free_bytes ? 1.0 - (double)a.largest / (double)a.free_bytes : 0.0);
-        unum(b, p, "free_blocks", a.free_blocks);
-        unum(b, p, "live_blocks", a.live_blocks);
-        unum(b, p, "overhead_bytes", overhead);
+        unum(b, p, "reserved_bytes", st.reserved_bytes);
+        unum(b, p, "allocated_bytes", st.allocated_bytes);
+        unum(b, p, "requested_bytes", st.requested_bytes);
+        unum(b, p, "peak_allocated_bytes", st.peak_allocated_bytes);
+        unum(b, p, "free_bytes", st.free_bytes);
+        unum(b, p, "largest_free_bytes", st.largest_free_bytes);
+        unum(b, p, "slab_free_bytes", st.slab_free_bytes);
+        num(b, p, "fragmentation", st.fragmentation);
+        unum(b, p, "free_blocks", st.free_blocks);
+        unum(b, p, "live_blocks", st.live_blocks);
+        unum(b, p, "overhead_bytes", st.overhead_bytes);
         num(b, p, "usage_ratio",
-            after.reserved_bytes ? (double)a.allocated / (double)after.reserved_bytes : 0.0);
-        unum(b, p, "pool_allocs", after.allocs);
-        unum(b, p, "pool_frees", after.frees);
-        unum(b, p, "failed_allocs", after.failed_allocs);
-        unum(b, p, "invalid_frees", after.invalid_frees);
-        add(b, p, "snapshot_consistent", cJSON_CreateBool(consistent));
+            st.reserved_bytes ? (double)st.allocated_bytes / (double)st.reserved_bytes : 0.0);
+        unum(b, p, "pool_allocs", st.allocs);
+        unum(b, p, "pool_frees", st.frees);
+        unum(b, p, "failed_allocs", st.failed_allocs);
+        unum(b, p, "invalid_frees", st.invalid_frees);
+        add(b, p, "snapshot_consistent", cJSON_CreateBool(1));
     }
     cJSON *bk = add(b, dev, "buckets", cJSON_CreateArray());
     for (int k = 0; bk && k < POOL_NBUCKETS; k++) {
@@ -319,19 +294,21 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
             unum(b, e, "max_bytes", pool_bucket_limit[k]);
         else
             add(b, e, "max_bytes", cJSON_CreateNull());
-        unum(b, e, "live_blocks", a.buckets[k].live_blocks);
-        unum(b, e, "live_bytes", a.buckets[k].live_bytes);
-        unum(b, e, "free_blocks", a.buckets[k].free_blocks);
-        unum(b, e, "free_bytes", a.buckets[k].free_bytes);
+        unum(b, e, "live_blocks", st.buckets[k].live_blocks);
+        unum(b, e, "live_bytes", st.buckets[k].live_bytes);
+        unum(b, e, "free_blocks", st.buckets[k].free_blocks);
+        unum(b, e, "free_bytes", st.buckets[k].free_bytes);
         push(b, bk, e);
     }
     if (a.nheap > 1) qsort(a.heap, a.nheap, sizeof *a.heap, ent_by_addr);
+    /* Free map: [offset, size] for a free run, [offset, size, 1] for free slots of a page. */
     cJSON *fm = add(b, dev, "free_map", cJSON_CreateArray());
     for (size_t i = 0; fm && i < a.nheap; i++) {
         cJSON *pair = cJSON_CreateArray();
         if (pair) {
-            push(b, pair, unum_item(a.heap[i].addr - after.base));
+            push(b, pair, unum_item(a.heap[i].addr - st.base));
             push(b, pair, unum_item(a.heap[i].size));
+            if (a.heap[i].slots) push(b, pair, cJSON_CreateNumber(1));
         }
         push(b, fm, pair);
     }
@@ -344,7 +321,7 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
     for (size_t i = 0; lm && i < a.nlheap; i++) {
         cJSON *e = cJSON_CreateArray();
         if (e) {
-            push(b, e, unum_item(a.lheap[i].addr - after.base));
+            push(b, e, unum_item(a.lheap[i].addr - st.base));
             push(b, e, unum_item(a.lheap[i].size));
             ledger_record_t r;
             if (keys && ledger_lookup(a.lheap[i].addr, &r) && r.device == device) {
@@ -357,8 +334,8 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
     }
     unum(b, dev, "live_map_omitted", a.lomitted);
     unum(b, dev, "live_map_omitted_bytes", a.lomitted_bytes);
-    free(heap);
-    free(lheap);
+    free(a.heap);
+    free(a.lheap);
 }
 
 /* ---- devices ----------------------------------------------------------------------------------- */

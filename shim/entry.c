@@ -121,7 +121,8 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     shim_device_t *d = &shim_devices[device];
     pool_t *pool = device_pool_get_or_create(device);
     uintptr_t addr = 0;
-    int prc = pool ? pool_alloc(pool, size, granted, &addr) : POOL_ENOMEM;
+    pool_refusal_t why = {.kind = POOL_REFUSAL_NONE};
+    int prc = pool ? pool_alloc(pool, size, granted, &addr, &why) : POOL_ENOMEM;
     if (prc == POOL_OK) {
         *dev_ptr = (void *)addr;
         wire_counter_add(&d->counters, allocs, 1);
@@ -142,7 +143,7 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
         if (rc != ACL_ERROR_RT_MEMORY_ALLOCATION) return rc;
     }
     wire_counter_add(&d->counters, ooms, 1);
-    observe_oom(e, device, size, granted, pool, stack);
+    observe_oom(e, device, size, granted, pool ? &why : NULL, stack);
     return ACL_ERROR_RT_MEMORY_ALLOCATION;
 }
 

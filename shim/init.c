@@ -5,9 +5,12 @@
  * LD_PRELOAD and never calls ACL (a launcher, a shell, a compiler, setpriv) gets no thread, no
  * descriptor, no signal handler, no fork handler, no file and no line from npupool.  Every hook
  * calls shim_ensure_init() first.  It has two phases:
- *   1. options (a pthread_once): parsing the environment takes no lock anybody else holds, so
- *      every thread may wait for it;
- *   2. the observers: the fork handlers, the ledger (which dlopen()s libunwind: the loader lock),
+ *   1. options and fork handlers (a pthread_once): parsing the environment takes no lock anybody
+ *      else holds, and pthread_atfork only glibc's fork-handler lock, which a fork holds only
+ *      while it runs the handlers already registered (never ours yet), so every thread may wait
+ *      for this phase.  The fork handlers must be in place before any thread can hold an
+ *      npupool lock: a fork() racing with start-up would copy a held pool lock into the child;
+ *   2. the observers: the ledger (which dlopen()s libunwind: the loader lock),
  *      the trace file, the reports (their thread and signal handler when configured).  The first
  *      thread runs it; a thread that finds it running does NOT wait and goes on (its allocation is
  *      served and recorded, without a stack until libunwind is in).  Waiting could deadlock: the
@@ -42,12 +45,12 @@ static void options_phase(void)
         return;
     }
     if (log_level_threshold >= LOG_INFO) options_for_each(log_option, NULL);
+    fork_register();
 }
 
 static void observers_phase(void)
 {
     real_dlsym(); /* find glibc's dlsym before anybody asks */
-    fork_register();
     observe_init();
 }
 

@@ -83,26 +83,24 @@ void observe_usage(int device, size_t allocated, size_t reserved)
     report_usage_changed(device, allocated, reserved);
 }
 
-void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted, pool_t *pool,
-                 uint32_t stack)
+void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted,
+                 const pool_refusal_t *why, uint32_t stack)
 {
-    char reason[256], want[FMT_BYTES_LEN], free_s[FMT_BYTES_LEN], largest_s[FMT_BYTES_LEN];
-    pool_stats_t st = {0};
+    char reason[320];
     const char *kind;
-    if (pool) {
-        pool_get_stats(pool, &st);
-        kind = st.free_bytes >= granted ? "fragmentation" : "exhausted";
-        snprintf(reason, sizeof reason, "%s: %s free, largest block %s, %s requested", kind,
-                 fmt_bytes(free_s, st.free_bytes), fmt_bytes(largest_s, st.largest_free_bytes),
-                 fmt_bytes(want, granted));
+    if (why) {
+        kind = pool_refusal_name(why->kind);
+        pool_refusal_describe(why, reason, sizeof reason);
     } else {
         kind = "no pool";
-        snprintf(reason, sizeof reason, "no pool: device %d has no pool and the runtime refused",
+        snprintf(reason, sizeof reason,
+                 "no pool: device %d has no pool (its reservation was refused) and the runtime "
+                 "refused the request too",
                  device);
     }
     log_warn("%s(%zu bytes) on device %d refused with 207001: %s%s", vocab_entry_name(e), requested,
              device, reason,
-             pool && npupool_config.fallback ? "; the runtime refused the fallback too" : "");
+             why && npupool_config.fallback ? "; the runtime refused the fallback too" : "");
     report_oom_info_t info = {
         .requested_bytes = requested,
         .granted_bytes = granted,
@@ -111,8 +109,8 @@ void observe_oom(enum vocab_entry e, int device, size_t requested, size_t grante
         .stack_id = stack,
         .kind = kind,
         .reason = reason,
-        .free_bytes = st.free_bytes,
-        .largest_free_bytes = st.largest_free_bytes,
+        .free_bytes = why ? why->free_bytes : 0,
+        .largest_free_bytes = why ? why->usable_largest : 0,
     };
     report_oom(&info);
 }

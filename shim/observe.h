@@ -25,9 +25,10 @@ int observe_forget(uintptr_t addr, int device, int traced);
 /* The pool of `device` now has `allocated` of `reserved` bytes in use (threshold monitor). */
 void observe_usage(int device, size_t allocated, size_t reserved);
 /* A request is being refused with 207001: one stderr line and an `oom` report, both with the
- * same classification.  pool may be NULL (no pool on the device). */
-void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted, pool_t *pool,
-                 uint32_t stack);
+ * pool's classification of the refusal (`why`, filled by pool_alloc under the lock that refused;
+ * NULL when the device has no pool). */
+void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted,
+                 const pool_refusal_t *why, uint32_t stack);
 void observe_before_reset(int device);
 void observe_after_reset(int device);
 void observe_before_finalize(void);

@@ -181,7 +181,8 @@ static int draw_device(FILE *f, mapctx_t *m, const report_device_t *d, int y)
     /* Largest listed free block. */
     const report_extent_t *big = NULL;
     for (size_t i = 0; i < d->nfree_map; i++)
-        if (big == NULL || d->free_map[i].size > big->size) big = &d->free_map[i];
+        if (!d->free_map[i].slots && (big == NULL || d->free_map[i].size > big->size))
+            big = &d->free_map[i];
 
     const uint64_t ncell = (uint64_t)MAP_ROWS * MAP_COLS;
     for (int row = 0; row < MAP_ROWS; row++) {

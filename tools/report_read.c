@@ -341,17 +341,24 @@ static int read_pair_list(rd_t *d, const cJSON *dev, const char *key, report_ext
     {
         push_idx(d, i);
         int sz = cJSON_GetArraySize(it);
+        int is_free = !strcmp(key, "free_map");
         if (!cJSON_IsArray(it) || sz < 2 || sz > 3)
-            return fail(d, NULL, "expected [offset, size] or [offset, size, site], found %s",
+            return fail(d, NULL, "expected [offset, size] or [offset, size, %s], found %s",
+                        is_free ? "1" : "site",
                         cJSON_IsArray(it) ? "another array" : type_name(it));
         if (as_u64(d, cJSON_GetArrayItem(it, 0), "[0]", &e[i].offset) < 0 ||
             as_u64(d, cJSON_GetArrayItem(it, 1), "[1]", &e[i].size) < 0)
             return -1;
         e[i].site = -1;
+        e[i].slots = 0;
         if (sz == 3) {
             uint64_t s;
             if (as_u64(d, cJSON_GetArrayItem(it, 2), "[2]", &s) < 0) return -1;
-            e[i].site = s < 0x7fffffff ? (long)s : -1;
+            if (is_free && s != 1) return fail(d, "[2]", "expected 1 (free slots)");
+            if (is_free)
+                e[i].slots = 1;
+            else
+                e[i].site = s < 0x7fffffff ? (long)s : -1;
         }
         if (e[i].size == 0) return fail(d, NULL, "block of size 0");
         pop(d);

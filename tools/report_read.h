@@ -64,7 +64,9 @@ typedef struct report_counter {
 typedef struct report_extent {
     uint64_t offset; /* bytes from the pool's start */
     uint64_t size;   /* bytes */
-    long site;       /* index into report.leaks for a live block (-1 = unknown), unused for free */
+    long site;       /* live map: index into report.leaks (-1 = unknown); free map: -1 */
+    int slots;       /* free map: 1 = free slots inside a small-block page ([offset, size, 1]),
+                        0 = a free run any request can use */
 } report_extent_t;
 
 typedef struct report_device {
@@ -82,7 +84,7 @@ typedef struct report_device {
     double fragmentation;            /* pool.fragmentation, 0..1 */
     report_bucket_t *buckets;        /* size classes */
     size_t nbuckets;                 /* entries in buckets */
-    report_extent_t *free_map;       /* free blocks, offset order as written */
+    report_extent_t *free_map;       /* free runs and free slots, offset order as written */
     size_t nfree_map;                /* entries in free_map */
     uint64_t free_map_omitted;       /* free blocks left out of free_map */
     uint64_t free_map_omitted_bytes; /* their bytes */

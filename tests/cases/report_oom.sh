@@ -14,7 +14,8 @@ oom=$(grep -l '"trigger":[[:space:]]*"oom"' "$TMPDIR_CASE"/oom-*.json)
 [ "$(echo "$oom" | grep -c .)" -eq 1 ] || fail "expected one oom report, found: $oom"
 check_reports "$oom" --trigger oom || fail "the oom report is invalid"
 jq -e '.oom.requested_bytes == 2147483648 and .oom.entry_point == "aclrtMalloc"
-       and (.oom.reason | startswith("fragmentation: 4.0 GiB free, largest block 1.0 GiB"))
+       and .oom.kind == "fragmentation"
+       and .oom.reason == "fragmentation: 4.0 GiB free, but the largest block a 2.0 GiB request can be given is 1.0 GiB"
        and .oom.frames[0].function == "ask_for_two_gib" and .oom.frames[1].function == "main"
        and .oom.free_bytes >= 4 * 1073741824 - 1024 and .oom.largest_free_bytes < 2147483648
        and .devices[0].pool.free_bytes == .oom.free_bytes

@@ -3,7 +3,7 @@
 
 Every report given is validated against docs/report-schema.json (python3-jsonschema) and checked
 for internal consistency: allocated + free + overhead = reserved, fragmentation = 1 - largest/free,
-largest_free = the largest free-map entry, free/live map counts and bytes add up, buckets add up,
+largest_free = the largest free run of the free map, free/live map counts and bytes add up, buckets add up,
 leaks sorted by bytes (largest first), per-device live figures = the sum of that device's leaks.
 
 Usage:
@@ -48,8 +48,11 @@ def consistency(path, doc):
         if abs(pool["fragmentation"] - want) > 1e-9:
             problem(where, f"fragmentation {pool['fragmentation']} != 1 - largest/free = {want}")
         fm = d["free_map"]
-        if fm and max(s for _, s in fm[:]) != pool["largest_free_bytes"]:
-            problem(where, "largest_free_bytes is not the largest free-map entry")
+        runs = [e for e in fm if len(e) == 2]  # [offset, size, 1] are free slots of a page
+        if runs and max(e[1] for e in runs) != pool["largest_free_bytes"]:
+            problem(where, "largest_free_bytes is not the largest free run of the free map")
+        if any(len(e) == 3 and e[2] != 1 for e in fm):
+            problem(where, "a free-map entry's third element is not 1 (free slots)")
         if len(fm) + d["free_map_omitted"] != pool["free_blocks"]:
             problem(where, "free map entries + omitted != free_blocks")
         if sum(e[1] for e in fm) + d["free_map_omitted_bytes"] != pool["free_bytes"]:
@@ -65,7 +68,7 @@ def consistency(path, doc):
                 if e[0] < end:
                     problem(where, f"{name} not in address order or overlapping at offset {e[0]}")
                 end = e[0] + e[1]
-                if len(e) == 3 and not 0 <= e[2] < len(doc["leaks"]):
+                if name == "live_map" and len(e) == 3 and not 0 <= e[2] < len(doc["leaks"]):
                     problem(where, f"{name} names site {e[2]}, which is not in leaks")
         if sum(b["live_bytes"] for b in d["buckets"]) != pool["allocated_bytes"]:
             problem(where, "bucket live bytes do not add up to allocated_bytes")

@@ -81,12 +81,14 @@ static void rt_make_pool(int d, size_t bytes)
     memset(&rt_counters[d], 0, sizeof rt_counters[d]);
 }
 
+static pool_refusal_t rt_refusal; /* why the last refused rt_alloc was refused */
+
 /* An allocation as the shim makes one: pool block, ledger record, counter.  0 when refused. */
 static uintptr_t rt_alloc(int d, size_t size, uint32_t stack_id)
 {
     size_t granted = ((size + 31) & ~(size_t)31) + 32;
     uintptr_t a;
-    if (pool_alloc(rt_pool[d], size, granted, &a) != POOL_OK) {
+    if (pool_alloc(rt_pool[d], size, granted, &a, &rt_refusal) != POOL_OK) {
         __atomic_fetch_add(&rt_counters[d].ooms, 1, __ATOMIC_RELAXED);
         return 0;
     }

@@ -272,22 +272,18 @@ __attribute__((noipa)) static int ask_for_two_gib(void)
     uint32_t sid = ledger_stack_capture(0);
     uintptr_t a = rt_alloc(0, (size_t)2 << 30, sid);
     if (a) return 0;
-    pool_stats_t st;
-    pool_get_stats(rt_pool[0], &st);
-    /* what the shim passes: the pool's classification and its sentence */
-    const char *kind = st.free_bytes >= ((size_t)2 << 30) + 32 ? "fragmentation" : "exhausted";
-    char reason[128];
-    snprintf(reason, sizeof reason, "%s: %zu free, largest block %zu", kind, st.free_bytes,
-             st.largest_free_bytes);
+    /* what the shim passes: the pool's classification of this refusal and its sentence */
+    char reason[320];
+    pool_refusal_describe(&rt_refusal, reason, sizeof reason);
     report_oom_info_t info = {.requested_bytes = (size_t)2 << 30,
                               .granted_bytes = ((size_t)2 << 30) + 32,
                               .device = 0,
                               .entry = VOCAB_MALLOC,
                               .stack_id = sid,
-                              .kind = kind,
+                              .kind = pool_refusal_name(rt_refusal.kind),
                               .reason = reason,
-                              .free_bytes = st.free_bytes,
-                              .largest_free_bytes = st.largest_free_bytes};
+                              .free_bytes = rt_refusal.free_bytes,
+                              .largest_free_bytes = rt_refusal.usable_largest};
     report_oom(&info);
     return 207001;
 }
@@ -317,7 +313,9 @@ static void test_oom_report_explains_fragmentation(void **state)
     const char *reason = rt_str(oom, "reason");
     assert_non_null(reason);
     print_message("# oom reason: %s\n", reason ? reason : "?");
-    assert_true(!strncmp(reason, "fragmentation: ", 15)); /* the shim's text, written as given */
+    assert_true(!strncmp(reason, "fragmentation: ", 15)); /* the pool's sentence, as given */
+    assert_non_null(strstr(
+        reason, "GiB free, but the largest block a 2.0 GiB request can be given is 1.0 GiB"));
     assert_string_equal(rt_str(oom, "kind"), "fragmentation");
     const cJSON *f0 = cJSON_GetArrayItem(rt_get(oom, "frames"), 0);
     assert_string_equal(rt_str(f0, "function"), "ask_for_two_gib");
