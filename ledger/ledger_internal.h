@@ -20,4 +20,14 @@ LEDGER_HIDDEN void ledger_stack_fork_lock(void);
 LEDGER_HIDDEN void ledger_stack_fork_unlock(void);
 LEDGER_HIDDEN void ledger_stack_fork_reinit(void);
 
+/* The unwinder (ledger_unwind.c). */
+/* Load libunwind once (privately, with its descriptor guard).  1 when backtraces can be taken. */
+LEDGER_HIDDEN int ledger_unwind_load(void);
+LEDGER_HIDDEN int ledger_unwind_ready(void); /* 1 once loaded */
+/* Return addresses of the caller's stack into buf (buf[0] is inside this function, buf[1] in its
+ * caller, as unw_backtrace); at most want.  -1 when no stack can be taken now (not loaded, or no
+ * host memory for a new thread's unwinder state: counted, said once). */
+LEDGER_HIDDEN int ledger_unwind_backtrace(void **buf, int want);
+LEDGER_HIDDEN uint64_t ledger_unwind_skipped(void); /* captures skipped for lack of memory */
+
 #endif

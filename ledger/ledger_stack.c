@@ -1,15 +1,10 @@
 /* ledger/ledger_stack.c — stack capture and interning.
  *
- * Owns: the libunwind handle, the capture path, and the stack table (see ledger.h).
+ * Owns: the capture path (the fork gate, dropping npupool's own frames) and the stack table (see
+ * ledger.h).  The walk itself is ledger_unwind.c's (libunwind, loaded privately and guarded).
  *
- * Capture: unw_backtrace() of libunwind.so.8, opened with dlopen(RTLD_LOCAL) once at ledger_init() (ledger_stack_init)
- * so that its `backtrace` and `_Unwind_*` never enter the global scope (they would take over the
- * host program's C++ exceptions).  Leading frames inside the npupool shared object (its PT_LOAD
- * range, found once at init) are dropped, then `skip` more.
- * ThreadSanitizer builds only: unw_backtrace's per-thread trace cache is freed by a thread-specific
- * destructor that takes a mutex after TSan has torn the exiting thread down (Debian's libunwind
- * 1.6.2 crashes every thread that unwound), so those builds walk the stack with
- * unw_getcontext/unw_init_local/unw_step instead (no per-thread cache; slower, same frames).
+ * Capture: leading frames inside the npupool shared object (its PT_LOAD range, found once at
+ * init) are dropped, then `skip` more, then at most `depth` frames are interned.
  *
  * Interning: a stack is {hash, depth, id, frames[]} in an append-only arena.  The directory maps
  * an id to its stack: DIR_CHUNKS chunks of DIR_CHUNK atomic pointers, allocated on demand and never
@@ -40,12 +35,6 @@
 #include "ledger_internal.h"
 #include "log.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define LEDGER_STEP_UNWIND 1
-#define UNW_LOCAL_ONLY
-#include <libunwind.h> /* types only: the functions are looked up in the dlopen()ed library */
-#endif
-
 #define DIR_CHUNK 1024u         /* stack pointers per directory chunk */
 #define DIR_CHUNKS 16384u       /* directory chunks: at most 16M distinct stacks */
 #define ARENA_CHUNK (64u << 10) /* bytes per arena chunk */
@@ -65,8 +54,6 @@ typedef struct itab {
     _Atomic uint32_t slot[];   /* stack id, 0 = empty */
 } itab_t;
 
-typedef int (*unw_backtrace_fn)(void **buffer, int size);
-
 static struct {
     pthread_mutex_t lock;                    /* see the header comment */
     _Atomic(itab_t *) table;                 /* current hash table */
@@ -77,31 +64,6 @@ static struct {
     size_t bytes;                            /* all stack-table host memory, bytes */
     _Atomic uint64_t dropped;                /* stacks not interned (no memory / no ids) */
 } st = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-#ifdef LEDGER_STEP_UNWIND
-static struct {
-    int (*getcontext)(unw_context_t *);                         /* unw_getcontext */
-    int (*init_local)(unw_cursor_t *, unw_context_t *);         /* unw_init_local */
-    int (*step)(unw_cursor_t *);                                /* unw_step */
-    int (*get_reg)(unw_cursor_t *, unw_regnum_t, unw_word_t *); /* unw_get_reg */
-} unw_steps;
-
-/* unw_backtrace's contract (buf[0] = the caller's pc) with the stepping API. */
-__attribute__((noinline)) static int step_backtrace(void **buf, int size)
-{
-    unw_context_t uc;
-    unw_cursor_t cur;
-    if (unw_steps.getcontext(&uc) != 0 || unw_steps.init_local(&cur, &uc) != 0) return 0;
-    int n = 0;
-    /* The first frame is this function: step once so that buf[0] is its caller, as unw_backtrace. */
-    while (n < size && unw_steps.step(&cur) > 0) {
-        unw_word_t ip;
-        if (unw_steps.get_reg(&cur, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-        buf[n++] = (void *)ip;
-    }
-    return n;
-}
-#endif
 
 /* Fork gate: no thread may be inside the unwinder when fork() copies the process (a lock libunwind
  * holds there would stay held in the child forever).  Captures count themselves in a striped
@@ -117,10 +79,9 @@ static _Atomic int fork_gate;        /* 1 while a fork is being prepared */
 static _Atomic unsigned next_stripe; /* stripe assignment */
 static __thread int t_stripe __attribute__((tls_model("initial-exec"))) = -1; /* this thread's */
 
-static _Atomic int g_depth;                /* frames kept, 0 = off */
-static _Atomic(unw_backtrace_fn) g_unwind; /* libunwind's unw_backtrace, NULL until loaded */
-static uintptr_t self_lo, self_hi;         /* npupool's own mapped range, 0/0 when not a DSO */
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_depth;        /* frames kept, 0 = off */
+static uintptr_t self_lo, self_hi; /* npupool's own mapped range, 0/0 when not a DSO */
+static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
 /* ---- hashing ------------------------------------------------------------------------------- */
 
@@ -340,55 +301,32 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *ctx)
     return 1;
 }
 
-static void stack_init_once(void)
+static void self_range_once(void)
 {
     dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&ledger_stack_capture);
-    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        log_warn("backtraces are off: cannot load libunwind.so.8 (%s)", dlerror());
-        return;
-    }
-    unw_backtrace_fn fn = (unw_backtrace_fn)ledger_dlsym()(h, "unw_backtrace");
-#ifdef LEDGER_STEP_UNWIND
-    unw_steps.getcontext = (int (*)(unw_context_t *))ledger_dlsym()(h, "_Ux86_64_getcontext");
-    unw_steps.init_local =
-        (int (*)(unw_cursor_t *, unw_context_t *))ledger_dlsym()(h, "_ULx86_64_init_local");
-    unw_steps.step = (int (*)(unw_cursor_t *))ledger_dlsym()(h, "_ULx86_64_step");
-    unw_steps.get_reg =
-        (int (*)(unw_cursor_t *, unw_regnum_t, unw_word_t *))ledger_dlsym()(h, "_ULx86_64_get_reg");
-    fn = unw_steps.getcontext && unw_steps.init_local && unw_steps.step && unw_steps.get_reg
-             ? step_backtrace
-             : NULL;
-#endif
-    if (!fn) {
-        log_warn("backtraces are off: libunwind.so.8 has no unw_backtrace");
-        return;
-    }
-    /* Warm the unwinder: its global init, this thread's trace cache and lazy bindings. */
-    void *buf[8];
-    fn(buf, 8);
-    atomic_store_explicit(&g_unwind, fn, memory_order_release);
 }
 
 LEDGER_HIDDEN void ledger_stack_init(int backtrace_depth)
 {
     if (backtrace_depth < 0) backtrace_depth = 0;
     if (backtrace_depth > LEDGER_MAX_DEPTH) backtrace_depth = LEDGER_MAX_DEPTH;
-    if (backtrace_depth > 0) pthread_once(&init_once, stack_init_once);
+    if (backtrace_depth > 0) {
+        pthread_once(&self_once, self_range_once);
+        ledger_unwind_load();
+    }
     atomic_store_explicit(&g_depth, backtrace_depth, memory_order_release);
 }
 
 int ledger_backtrace_depth(void)
 {
-    if (!atomic_load_explicit(&g_unwind, memory_order_acquire)) return 0;
+    if (!ledger_unwind_ready()) return 0;
     return atomic_load_explicit(&g_depth, memory_order_relaxed);
 }
 
 __attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
 {
     int depth = atomic_load_explicit(&g_depth, memory_order_relaxed);
-    unw_backtrace_fn unwind = atomic_load_explicit(&g_unwind, memory_order_acquire);
-    if (depth <= 0 || !unwind) return 0;
+    if (depth <= 0 || !ledger_unwind_ready()) return 0;
     if (skip < 0) skip = 0;
     if (t_stripe < 0)
         t_stripe =
@@ -400,11 +338,11 @@ __attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
         atomic_fetch_sub(mine, 1);
         return 0;
     }
-    void *buf[LEDGER_MAX_DEPTH + 32 + SELF_SLACK];
-    int want = depth + 1 + SELF_SLACK + (skip < 32 ? skip : 32);
-    int n = unwind(buf, want);
+    void *buf[LEDGER_MAX_DEPTH + 32 + SELF_SLACK + 2];
+    int want = depth + 2 + SELF_SLACK + (skip < 32 ? skip : 32);
+    int n = ledger_unwind_backtrace(buf, want);
     atomic_fetch_sub_explicit(mine, 1, memory_order_release);
-    int i = 1; /* buf[0] is inside this function */
+    int i = 2; /* buf[0] is inside ledger_unwind_backtrace, buf[1] inside this function */
     while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
     i += skip;
     if (i >= n) return 0;

@@ -1,10 +1,14 @@
 /* report/trace.c — the allocation trace recorder declared in trace.h (see there for the contract).
  *
- * Owns: the trace file descriptor, its path template and one 64 KiB line buffer.
+ * Owns: the trace file's path (template and expansion) and one 64 KiB line buffer.
+ * No descriptor is kept: the file is created (with its header) when tracing starts, and opened
+ * (O_APPEND), written and closed at every flush of the buffer.  A program that closes or reuses
+ * its descriptors therefore never receives trace lines, and a trace file that was removed or
+ * moved meanwhile ends the trace with one line instead of writing into somebody else's file.
  * Invariants: tr.len <= TRACE_BUF_BYTES and tr.buf[0..len) holds whole '\n'-terminated lines;
- * tr.on == 1 exactly when tr.fd >= 0 (tr.on is also read without the lock, as a hint).
- * Locking: tr.lock guards fd, len and buf.  Lines are formatted outside the lock, except the time
- * stamp, which is patched in under it so that file order == time order.
+ * tr.on == 1 exactly when tr.path[0] != 0 (tr.on is also read without the lock, as a hint).
+ * Locking: tr.lock guards path, len and buf.  Lines are formatted outside the lock, except the
+ * time stamp, which is patched in under it so that file order == time order.
  * Formatting is by hand (no stdio, no locale, no malloc): it runs inside aclrtMalloc/aclrtFree.
  */
 #define _GNU_SOURCE
@@ -32,13 +36,13 @@
 
 static struct {
     int on;                    /* 1 while tracing (atomic hint for the fast path) */
-    int fd;                    /* trace file, -1 when off */
     int per_pid;               /* 1 when the template holds %p: children trace to their own file */
     size_t len;                /* bytes used in buf (whole lines only) */
-    pthread_mutex_t lock;      /* guards fd, len, buf */
+    pthread_mutex_t lock;      /* guards path, len, buf */
     char tmpl[PATH_MAX];       /* NPUPOOL_TRACE as given */
+    char path[PATH_MAX];       /* this process's trace file, "" when off */
     char buf[TRACE_BUF_BYTES]; /* buffered lines */
-} tr = {.on = 0, .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+} tr = {.on = 0, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Cached kernel thread id; 0 = not fetched yet.  initial-exec: no __tls_get_addr (no malloc). */
 static __thread pid_t trace_tid __attribute__((tls_model("initial-exec")));
@@ -49,9 +53,9 @@ static pid_t tid_get(void)
     return trace_tid;
 }
 
-/* pre: lock held (or single-threaded).  Opens the file for `pid` and writes the header.
+/* pre: lock held (or single-threaded).  Creates the file for `pid` with its header.
  * Returns 0 or -1 (one error line).  Only async-signal-safe calls: used in the fork child. */
-static int file_open_unlocked(pid_t pid)
+static int file_create_unlocked(pid_t pid)
 {
     char path[PATH_MAX];
     if (path_expand(tr.tmpl, 1, path, sizeof path) != 0) {
@@ -73,34 +77,39 @@ static int file_open_unlocked(pid_t pid)
     static const char h2[] = " clock=monotonic_ns\n" WIRE_TRACE_COLUMNS "\n";
     memcpy(head + n, h2, sizeof h2 - 1);
     n += sizeof h2 - 1;
-    if (io_write_all(fd, head, n) != 0) {
-        log_error("NPUPOOL_TRACE: cannot write %s: %s, tracing off", path, strerror(errno));
-        close(fd);
+    int w = io_write_all(fd, head, n);
+    int e = errno;
+    close(fd);
+    if (w != 0) {
+        log_error("NPUPOOL_TRACE: cannot write %s: %s, tracing off", path, strerror(e));
         return -1;
     }
-    tr.fd = fd;
+    memcpy(tr.path, path, sizeof path);
     tr.len = 0;
     __atomic_store_n(&tr.on, 1, __ATOMIC_RELEASE);
     return 0;
 }
 
 /* pre: lock held.  Stops tracing (after a write error or in a child that may not trace). */
-static void file_close_unlocked(void)
+static void tracing_stop_unlocked(void)
 {
     __atomic_store_n(&tr.on, 0, __ATOMIC_RELEASE);
-    if (tr.fd >= 0) close(tr.fd);
-    tr.fd = -1;
+    tr.path[0] = 0;
     tr.len = 0;
 }
 
-/* pre: lock held.  Writes the buffered lines; on error reports once and stops tracing. */
+/* pre: lock held.  Appends the buffered lines to the file; on error says so once and stops. */
 static void buf_flush_unlocked(void)
 {
-    if (tr.fd < 0 || tr.len == 0) return;
-    if (io_write_all(tr.fd, tr.buf, tr.len) != 0) {
-        log_error("NPUPOOL_TRACE: write failed: %s, tracing off (the trace ends early)",
-                  strerror(errno));
-        file_close_unlocked();
+    if (!tr.path[0] || tr.len == 0) return;
+    int fd = open(tr.path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    int w = fd < 0 ? -1 : io_write_all(fd, tr.buf, tr.len);
+    int e = errno;
+    if (fd >= 0) close(fd);
+    if (w != 0) {
+        log_error("NPUPOOL_TRACE: cannot append to %s: %s, tracing off (the trace ends early)",
+                  tr.path, strerror(e));
+        tracing_stop_unlocked();
         return;
     }
     tr.len = 0;
@@ -112,7 +121,7 @@ int trace_open(const char *pattern)
     if (env == NULL || env[0] == '\0') return 0;
     pthread_mutex_lock(&tr.lock);
     int rc = 1;
-    if (tr.fd < 0) {
+    if (!tr.path[0]) {
         size_t n = strlen(env);
         if (n >= sizeof tr.tmpl) {
             log_error("NPUPOOL_TRACE: path too long, tracing off");
@@ -120,7 +129,7 @@ int trace_open(const char *pattern)
         } else {
             memcpy(tr.tmpl, env, n + 1);
             tr.per_pid = strstr(tr.tmpl, "%p") != NULL;
-            rc = file_open_unlocked(getpid()) == 0;
+            rc = file_create_unlocked(getpid()) == 0;
         }
     }
     pthread_mutex_unlock(&tr.lock);
@@ -155,9 +164,9 @@ static void record(const char *action, size_t alen, int device, uintptr_t ptr, i
     head[h++] = ',';
 
     pthread_mutex_lock(&tr.lock);
-    if (tr.fd >= 0) {
+    if (tr.path[0]) {
         if (tr.len + TRACE_LINE_MAX > TRACE_BUF_BYTES) buf_flush_unlocked();
-        if (tr.fd >= 0) {
+        if (tr.path[0]) {
             char *p = tr.buf + tr.len;
             memcpy(p, head, h);
             p += h;
@@ -201,10 +210,7 @@ void trace_fork_child(void)
     /* Only this thread exists now.  The buffered lines are the parent's: it writes them. */
     pthread_mutex_init(&tr.lock, NULL);
     trace_tid = 0;
-    tr.len = 0;
-    if (tr.fd < 0) return;
-    close(tr.fd); /* shared with the parent: never write through it again */
-    tr.fd = -1;
-    __atomic_store_n(&tr.on, 0, __ATOMIC_RELEASE);
-    if (tr.per_pid) (void)file_open_unlocked(getpid());
+    if (!tr.path[0]) return;
+    tracing_stop_unlocked(); /* the parent's file: never written by the child */
+    if (tr.per_pid) (void)file_create_unlocked(getpid());
 }

@@ -2,11 +2,12 @@
  *
  * Algorithm: read DT_SYMTAB, DT_STRTAB, DT_VERSYM, DT_VERDEF and DT_GNU_HASH (or DT_HASH) from the
  * object's dynamic section; walk the hash chain of `name`; accept a defined symbol of function or
- * object type whose version matches.  glibc relocates most d_ptr values in place on x86-64 but
- * not on every target, so an address below the load base is treated as unrelocated.
+ * object type whose version matches (the tables come from base/elf_dyn.h).
  */
 #define _GNU_SOURCE
 #include "elf_lookup.h"
+
+#include "elf_dyn.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -21,37 +22,9 @@ static int str_eq(const char *a, const char *b)
     return *a == *b;
 }
 
-typedef struct dyn_tables {
-    const ElfW(Sym) * symtab;    /* .dynsym */
-    const char *strtab;          /* .dynstr */
-    const ElfW(Half) * versym;   /* version index per symbol, may be NULL */
-    const ElfW(Verdef) * verdef; /* version definitions, may be NULL */
-    const uint32_t *gnu_hash;    /* DT_GNU_HASH, may be NULL */
-    const uint32_t *sysv_hash;   /* DT_HASH, may be NULL */
-} dyn_tables_t;
+typedef elf_dyn_t dyn_tables_t;
 
-static uintptr_t fix_ptr(const struct link_map *map, uintptr_t p)
-{
-    return p < (uintptr_t)map->l_addr ? p + (uintptr_t)map->l_addr : p;
-}
-
-static int read_tables(const struct link_map *map, dyn_tables_t *t)
-{
-    *t = (dyn_tables_t){0};
-    for (const ElfW(Dyn) *d = map->l_ld; d && d->d_tag != DT_NULL; d++) {
-        uintptr_t p = fix_ptr(map, (uintptr_t)d->d_un.d_ptr);
-        switch (d->d_tag) {
-        case DT_SYMTAB: t->symtab = (const ElfW(Sym) *)p; break;
-        case DT_STRTAB: t->strtab = (const char *)p; break;
-        case DT_VERSYM: t->versym = (const ElfW(Half) *)p; break;
-        case DT_VERDEF: t->verdef = (const ElfW(Verdef) *)p; break;
-        case DT_GNU_HASH: t->gnu_hash = (const uint32_t *)p; break;
-        case DT_HASH: t->sysv_hash = (const uint32_t *)p; break;
-        default: break;
-        }
-    }
-    return t->symtab && t->strtab && (t->gnu_hash || t->sysv_hash) ? 0 : -1;
-}
+static int read_tables(const struct link_map *map, dyn_tables_t *t) { return elf_dyn_read(map, t); }
 
 static const char *version_name(const dyn_tables_t *t, ElfW(Half) index)
 {
