@@ -61,7 +61,7 @@
 #include <libunwind.h> /* types only: the functions are looked up in the dlopen()ed library */
 #endif
 
-#define GUARD_FD_READ (-0x4e50) /* the pipe "read end" libunwind is given: no process has it */
+#define GUARD_FD_READ (-0x4e50)  /* the pipe "read end" libunwind is given: no process has it */
 #define GUARD_FD_WRITE (-0x4e51) /* the pipe "write end" */
 #define LEDGER_TLS_PROBE ((size_t)64 << 10) /* bytes a thread's first capture checks are there */
 
@@ -69,7 +69,7 @@ typedef int (*backtrace_fn)(void **buffer, int size);
 
 static _Atomic(backtrace_fn) g_unwind; /* the walker, NULL until loaded (or when it cannot be) */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static _Atomic uint64_t tls_skipped;   /* captures skipped: no host memory for libunwind's TLS */
+static _Atomic uint64_t tls_skipped; /* captures skipped: no host memory for libunwind's TLS */
 static __thread int t_tls_ready __attribute__((tls_model("initial-exec"))); /* 1: block exists */
 
 /* ---- the guards ------------------------------------------------------------------------------ */
@@ -134,16 +134,17 @@ static const struct {
     const char *name; /* libunwind's import */
     void *guard;      /* what its slot gets */
 } guards[] = {
-    {"pipe2", (void *)guard_pipe2}, {"read", (void *)guard_read},       {"write", (void *)guard_write},
-    {"close", (void *)guard_close}, {"syscall", (void *)guard_syscall},
+    {"pipe2", (void *)guard_pipe2},     {"read", (void *)guard_read},
+    {"write", (void *)guard_write},     {"close", (void *)guard_close},
+    {"syscall", (void *)guard_syscall},
 };
 #define NGUARDS (sizeof guards / sizeof guards[0])
 
 /* ---- rewriting import slots ------------------------------------------------------------------- */
 
 typedef struct relro_find {
-    uintptr_t base;    /* the object's load base (link_map l_addr) */
-    uintptr_t lo, hi;  /* its PT_GNU_RELRO range, 0/0 when none */
+    uintptr_t base;   /* the object's load base (link_map l_addr) */
+    uintptr_t lo, hi; /* its PT_GNU_RELRO range, 0/0 when none */
 } relro_find_t;
 
 static int relro_cb(struct dl_phdr_info *info, size_t size, void *ctx)
@@ -210,8 +211,7 @@ static int guard_install(void *handle)
 {
     struct link_map *map = NULL;
     elf_dyn_t t;
-    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || elf_dyn_read(map, &t) != 0)
-        return -1;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || elf_dyn_read(map, &t) != 0) return -1;
     relro_find_t relro = {.base = (uintptr_t)map->l_addr};
     dl_iterate_phdr(relro_cb, &relro);
     int imports_pipe2 = 0, failed = 0;

@@ -4,15 +4,18 @@
  * Owns: one monitor per device (NPUPOOL_MAX_DEVICES), the growth-rate samples, and the crossing
  * each monitor still owes a report for.
  * Lock-free: the allocation path calls report_usage_changed (a few loads and compares unless a
- * level changes).  Per device, `level` moves up by compare-and-swap; the winner prints the line,
- * records the crossing and wakes the reporter thread, which writes the `threshold` report
- * (monitor_write_pending).  Samples for the growth rate are taken at most once a second by the
+ * level changes).  Per device, `level` moves up by compare-and-swap; the winner prints the line
+ * and writes the `threshold` report at once, on its own thread, so that the report shows the pool
+ * at the crossing; when another report holds the report lock it records the crossing and wakes
+ * the reporter thread instead (monitor_write_pending), never waiting.  Samples for the growth rate are taken at most once a second by the
  * caller that wins the `last_sample_ns` exchange.  A level re-arms once use falls
  * MON_HYSTERESIS below it.
  * Growth rate (after the seed's MemoryMonitor): allocated bytes now minus the oldest sample of
  * the last minute, over the time between them (since the monitors started when there is no older
- * sample); predicted time to OOM = (reserved - allocated) / rate, none when not growing.
+ * sample); predicted time to OOM = (reserved - allocated) / rate, none when not growing, and
+ * neither when the window is shorter than MON_RATE_MIN_NS (10 s).
  */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,9 +25,10 @@
 #include "log.h"
 #include "report_internal.h"
 
-#define MON_RING 64                 /* growth-rate samples kept per device */
-#define MON_SAMPLE_NS 1000000000ull /* at most one sample a second */
-#define MON_HYSTERESIS 0.05         /* a level re-arms when use falls this far below it */
+#define MON_RING 64                          /* growth-rate samples kept per device */
+#define MON_SAMPLE_NS 1000000000ull          /* at most one sample a second */
+#define MON_HYSTERESIS 0.05                  /* a level re-arms when use falls this far below it */
+#define MON_RATE_MIN_NS (10 * MON_SAMPLE_NS) /* no growth rate from less history than this */
 
 typedef struct monitor {
     _Atomic int level;                   /* highest level announced since re-armed: 0, 1, 2 */
@@ -35,8 +39,9 @@ typedef struct monitor {
     _Atomic uint32_t sample_next;        /* ring position of the next sample */
     _Atomic uint64_t x_alloc;            /* allocated bytes at the last crossing */
     _Atomic uint64_t x_reserved;         /* reserved bytes at the last crossing */
-    _Atomic uint64_t x_rate_bits;        /* growth rate at the crossing (double bits) */
-    _Atomic int x_level;                 /* level of the last crossing */
+    _Atomic uint64_t x_rate_bits;   /* growth rate at the crossing (double bits, NAN = unknown) */
+    _Atomic uint64_t x_window_bits; /* the rate's window in seconds (double bits) */
+    _Atomic int x_level;            /* level of the last crossing */
 } monitor_t;
 
 static _Atomic int thresholds_on;             /* 1 when a ratio is configured */
@@ -88,7 +93,11 @@ static void monitor_sample(monitor_t *m, uint64_t coarse, size_t allocated)
     atomic_store_explicit(&m->sample_t[i], clock_mono_ns(), memory_order_release);
 }
 
-static double monitor_rate(monitor_t *m, uint64_t now, size_t allocated)
+/* Growth of allocated bytes per second over the last minute: now minus the oldest sample of the
+ * last minute (or the monitors' start, when nothing was allocated before it), over the time
+ * between them.  NAN when that window is shorter than MON_RATE_MIN_NS: a rate measured over a
+ * burst of milliseconds predicts nothing. */
+static double monitor_rate(monitor_t *m, uint64_t now, size_t allocated, double *window_s)
 {
     uint64_t best_t = 0, best_a = 0;
     for (int i = 0; i < MON_RING; i++) {
@@ -99,11 +108,13 @@ static double monitor_rate(monitor_t *m, uint64_t now, size_t allocated)
             best_a = atomic_load_explicit(&m->sample_a[i], memory_order_relaxed);
         }
     }
-    if (!best_t || now - best_t < MON_SAMPLE_NS / 2) { /* no usable sample: since start */
-        best_t = atomic_load(&mon_start_ns);
+    uint64_t start = atomic_load(&mon_start_ns);
+    if ((!best_t || now - best_t < MON_RATE_MIN_NS) && start && now - start <= 60 * MON_SAMPLE_NS) {
+        best_t = start; /* the start of the process's monitoring: nothing was allocated before */
         best_a = 0;
     }
-    if (now <= best_t) return 0.0;
+    *window_s = best_t && now > best_t ? (double)(now - best_t) * 1e-9 : 0.0;
+    if (!best_t || now - best_t < MON_RATE_MIN_NS) return NAN;
     return ((double)allocated - (double)best_a) / ((double)(now - best_t) * 1e-9);
 }
 
@@ -146,26 +157,50 @@ void report_usage_changed(int device, size_t allocated, size_t reserved)
         return;
     }
     if (!atomic_compare_exchange_strong(&m->level, &cur, level)) return;
-    double rate = monitor_rate(m, clock_mono_ns(), allocated);
+    double window_s;
+    double rate = monitor_rate(m, clock_mono_ns(), allocated, &window_s);
     double remaining = (double)(reserved - (allocated < reserved ? allocated : reserved));
-    double eta = rate > 0 ? remaining / rate : -1.0;
+    double eta = isnan(rate) ? NAN : rate > 0 ? remaining / rate : -1.0;
+    char a[FMT_BYTES_LEN], r[FMT_BYTES_LEN], g[128];
+    fmt_bytes(a, allocated);
+    fmt_bytes(r, reserved);
+    if (isnan(rate)) {
+        snprintf(g, sizeof g, "growth rate not known yet (%.1f s of history, %.0f s needed)",
+                 window_s, (double)MON_RATE_MIN_NS * 1e-9);
+    } else {
+        char gb[FMT_BYTES_LEN], d[48];
+        human_duration(eta, d, sizeof d);
+        snprintf(g, sizeof g, "growing %s/s over %.0f s, OOM in %s",
+                 fmt_bytes(gb, rate > 0 ? (uint64_t)rate : 0), window_s, d);
+    }
+    if (level == 2)
+        log_error("device %d pool use %.1f%% crossed the critical threshold (%.0f%%): %s of %s "
+                  "allocated, %s",
+                  device, u * 100, crit * 100, a, r, g);
+    else
+        log_warn("device %d pool use %.1f%% crossed the warning threshold (%.0f%%): %s of %s "
+                 "allocated, %s",
+                 device, u * 100, warn * 100, a, r, g);
+    /* The report of the crossing: written now, on this thread, so that it shows the pool as it
+     * is at the crossing; when another report holds the report lock, the reporter thread writes
+     * it as soon as it can (from the figures kept here). */
+    report_threshold_info_t t = {
+        .device = device,
+        .level = level,
+        .usage_ratio = u,
+        .threshold_ratio = level >= 2 ? crit : warn,
+        .allocated_bytes = allocated,
+        .reserved_bytes = reserved,
+        .growth_bytes_per_s = rate,
+        .predicted_oom_s = eta,
+        .rate_window_s = window_s,
+    };
+    if (report_write_threshold_now(&t)) return;
     atomic_store(&m->x_alloc, allocated);
     atomic_store(&m->x_reserved, reserved);
     atomic_store(&m->x_rate_bits, double_to_bits(rate));
+    atomic_store(&m->x_window_bits, double_to_bits(window_s));
     atomic_store(&m->x_level, level);
-    char a[FMT_BYTES_LEN], r[FMT_BYTES_LEN], g[FMT_BYTES_LEN], d[48];
-    fmt_bytes(a, allocated);
-    fmt_bytes(r, reserved);
-    fmt_bytes(g, rate > 0 ? (uint64_t)rate : 0);
-    human_duration(eta, d, sizeof d);
-    if (level == 2)
-        log_error("device %d pool use %.1f%% crossed the critical threshold (%.0f%%): %s of %s "
-                  "allocated, growing %s/s, OOM in %s",
-                  device, u * 100, crit * 100, a, r, g, d);
-    else
-        log_warn("device %d pool use %.1f%% crossed the warning threshold (%.0f%%): %s of %s "
-                 "allocated, growing %s/s, OOM in %s",
-                 device, u * 100, warn * 100, a, r, g, d);
     atomic_store(&m->pending, 1);
     reporter_wake(REPORTER_WAKE_THRESHOLD);
 }
@@ -184,8 +219,10 @@ REPORT_HIDDEN void monitor_write_pending(void)
             t.reserved_bytes ? (double)t.allocated_bytes / (double)t.reserved_bytes : 0.0;
         t.threshold_ratio = bits_to_double(atomic_load(t.level >= 2 ? &crit_bits : &warn_bits));
         t.growth_bytes_per_s = bits_to_double(atomic_load(&m->x_rate_bits));
+        t.rate_window_s = bits_to_double(atomic_load(&m->x_window_bits));
         t.predicted_oom_s =
-            t.growth_bytes_per_s > 0
+            isnan(t.growth_bytes_per_s) ? NAN
+            : t.growth_bytes_per_s > 0
                 ? (double)(t.reserved_bytes - t.allocated_bytes) / t.growth_bytes_per_s
                 : -1.0;
         report_write_background(WIRE_TRIGGER_THRESHOLD, d, &t);

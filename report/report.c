@@ -22,26 +22,21 @@
 #include "report_internal.h"
 #include "symbolize.h"
 
-#define OOM_GAP_NS 1000000000ull /* oom reports at least this far apart */
-
 static struct {
-    pthread_mutex_t lock;            /* see the header comment */
-    report_config_t cfg;             /* options in effect */
-    report_source_t src;             /* the shim's callbacks (zeroed = none) */
-    uint64_t seq;                    /* reports attempted; %n of the last */
-    report_baseline_entry_t *base;   /* previous report's sites, sorted */
-    size_t nbase;                    /* entries in base */
-    report_stats_t stats;            /* written / failed / last path */
-    double start_wall_s;             /* process start, epoch seconds */
-    int exiting;                     /* the exit report was written: no more background ones */
-    int fork_child;                  /* 1 in a child made by fork() */
-    uint64_t fork_seq;               /* in a fork child: ledger_last_seq() at the fork */
-    int bg_started;                  /* report_start_background was called */
-    uint64_t oom_reports;            /* oom reports written or attempted */
-    uint64_t oom_last_ns;            /* time of the last one */
-    _Atomic uint64_t oom_suppressed; /* skipped since the last one */
-    _Atomic uint64_t oom_suppressed_total; /* skipped in all */
-    _Atomic uint64_t signals;              /* signal wake-ups seen by the reporter thread */
+    pthread_mutex_t lock;          /* see the header comment */
+    report_config_t cfg;           /* options in effect */
+    report_source_t src;           /* the shim's callbacks (zeroed = none) */
+    uint64_t seq;                  /* reports attempted; %n of the last */
+    report_baseline_entry_t *base; /* previous report's sites, sorted */
+    size_t nbase;                  /* entries in base */
+    report_stats_t stats;          /* written / failed / last path */
+    double start_wall_s;           /* process start, epoch seconds */
+    int exiting;                   /* the exit report was written: no more background ones */
+    int fork_child;                /* 1 in a child made by fork() */
+    uint64_t fork_seq;             /* in a fork child: ledger_last_seq() at the fork */
+    int bg_started;                /* report_start_background was called */
+    _Atomic long oom_max;          /* cfg.oom_max, read by report_oom without the lock */
+    _Atomic uint64_t signals;      /* signal wake-ups seen by the reporter thread */
 } rs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static const char *pattern_of(const report_config_t *c)
@@ -50,6 +45,8 @@ static const char *pattern_of(const report_config_t *c)
 }
 
 static int pattern_set(const report_config_t *c) { return c->pattern && *c->pattern; }
+
+static long rs_oom_max(void) { return atomic_load_explicit(&rs.oom_max, memory_order_relaxed); }
 
 /* ---- configuration ---------------------------------------------------------------------------- */
 
@@ -90,6 +87,7 @@ void report_init(const report_config_t *cfg, const report_source_t *src)
 {
     pthread_mutex_lock(&rs.lock);
     rs.cfg = *cfg;
+    atomic_store_explicit(&rs.oom_max, cfg->oom_max, memory_order_relaxed);
     if (src)
         rs.src = *src;
     else
@@ -131,6 +129,8 @@ static int write_locked(enum wire_trigger trigger, int device, const report_oom_
                         uint64_t oom_suppressed, const report_threshold_info_t *thr)
 {
     uint64_t seq = ++rs.seq;
+    report_refusals_t refusals;
+    refusal_summary(&refusals);
     char path[4096];
     if (path_expand(pattern_of(&rs.cfg), seq, path, sizeof path) != 0) {
         rs.stats.failed++;
@@ -164,6 +164,7 @@ static int write_locked(enum wire_trigger trigger, int device, const report_oom_
         .oom = oom,
         .oom_suppressed = oom_suppressed,
         .threshold = thr,
+        .refusals = &refusals,
         .start_wall_s = rs.start_wall_s,
         .now_mono_ns = clock_coarse_ns(),
         .now_wall_s = clock_wall_s(),
@@ -241,23 +242,28 @@ void report_get_stats(report_stats_t *out)
 {
     pthread_mutex_lock(&rs.lock);
     *out = rs.stats;
-    out->oom_suppressed = atomic_load(&rs.oom_suppressed_total);
+    report_refusals_t r;
+    refusal_summary(&r);
+    out->oom_suppressed = r.suppressed;
     out->signals = atomic_load(&rs.signals);
     pthread_mutex_unlock(&rs.lock);
 }
 
 /* "Leaks exist": live allocations of this process.  A fork child inherits the parent's records
- * (its memory is a copy); only what it allocated itself since the fork counts as its leaks. */
+ * (its memory is a copy); only what it allocated itself since the fork counts as its leaks.  A
+ * last refusal that got no report of its own is written too (it is never lost). */
 static void report_if_needed(enum wire_trigger trigger)
 {
     pthread_mutex_lock(&rs.lock);
     size_t live = rs.fork_child ? ledger_live_count_since(rs.fork_seq) : ledger_live_total();
-    if (pattern_set(&rs.cfg) || live > 0) write_locked(trigger, -1, NULL, 0, NULL);
+    if (pattern_set(&rs.cfg) || live > 0 || refusal_last_unreported())
+        write_locked(trigger, -1, NULL, 0, NULL);
     pthread_mutex_unlock(&rs.lock);
 }
 
 void report_at_exit(void)
 {
+    report_write_deferred_oom(); /* owed by a reporter thread that may not exist */
     report_if_needed(WIRE_TRIGGER_EXIT);
     pthread_mutex_lock(&rs.lock);
     rs.exiting = 1; /* the reporter thread starts no report after this one */
@@ -271,20 +277,38 @@ void report_at_finalize(void) { report_if_needed(WIRE_TRIGGER_FINALIZE); }
 void report_oom(const report_oom_info_t *info)
 {
     if (!info) return;
-    uint64_t now = clock_coarse_ns();
-    pthread_mutex_lock(&rs.lock);
-    if (rs.oom_reports >= (uint64_t)rs.cfg.oom_max ||
-        (rs.oom_reports > 0 && now - rs.oom_last_ns < OOM_GAP_NS)) {
-        atomic_fetch_add(&rs.oom_suppressed, 1);
-        atomic_fetch_add(&rs.oom_suppressed_total, 1);
+    refusal_copy_t c;
+    uint64_t suppressed = 0;
+    if (!refusal_admit(info, rs_oom_max(), &c, &suppressed)) return;
+    c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
+    c.info.reason = c.reason;
+    /* Never wait for the report lock here (see refusal.c): write now, or hand it over. */
+    if (pthread_mutex_trylock(&rs.lock) == 0) {
+        write_locked(WIRE_TRIGGER_OOM, c.info.device, &c.info, suppressed, NULL);
         pthread_mutex_unlock(&rs.lock);
         return;
     }
-    rs.oom_reports++;
-    rs.oom_last_ns = now;
-    uint64_t suppressed = atomic_exchange(&rs.oom_suppressed, 0);
-    write_locked(WIRE_TRIGGER_OOM, info->device, info, suppressed, NULL);
+    refusal_defer(&c);
+    reporter_wake(REPORTER_WAKE_OOM);
+}
+
+REPORT_HIDDEN void report_write_deferred_oom(void)
+{
+    refusal_copy_t c;
+    if (!refusal_take_deferred(&c)) return;
+    c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
+    c.info.reason = c.reason;
+    pthread_mutex_lock(&rs.lock);
+    write_locked(WIRE_TRIGGER_OOM, c.info.device, &c.info, 0, NULL);
     pthread_mutex_unlock(&rs.lock);
+}
+
+REPORT_HIDDEN int report_write_threshold_now(const report_threshold_info_t *t)
+{
+    if (pthread_mutex_trylock(&rs.lock) != 0) return 0;
+    if (!rs.exiting) write_locked(WIRE_TRIGGER_THRESHOLD, t->device, NULL, 0, t);
+    pthread_mutex_unlock(&rs.lock);
+    return 1;
 }
 
 /* ---- background ------------------------------------------------------------------------------- */
@@ -311,15 +335,24 @@ void report_stop_background(void)
 
 /* ---- fork ------------------------------------------------------------------------------------- */
 
-void report_fork_prepare(void) { pthread_mutex_lock(&rs.lock); }
-void report_fork_parent(void) { pthread_mutex_unlock(&rs.lock); }
+void report_fork_prepare(void)
+{
+    pthread_mutex_lock(&rs.lock);
+    refusal_fork_prepare();
+}
+
+void report_fork_parent(void)
+{
+    refusal_fork_parent();
+    pthread_mutex_unlock(&rs.lock);
+}
 
 void report_fork_child(void)
 {
+    refusal_fork_child();
     pthread_mutex_init(&rs.lock, NULL);
     reporter_fork_child();
     rs.bg_started = 0;
-    rs.oom_reports = 0;
     rs.start_wall_s = clock_wall_s();
     rs.fork_child = 1;
     rs.fork_seq = ledger_last_seq();

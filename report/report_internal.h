@@ -34,9 +34,30 @@ typedef struct report_threshold_info {
     double threshold_ratio;    /* the threshold crossed */
     size_t allocated_bytes;    /* pool allocated bytes at the crossing */
     size_t reserved_bytes;     /* pool reserved bytes */
-    double growth_bytes_per_s; /* allocated bytes growth rate (<= 0: not growing or not known) */
-    double predicted_oom_s;    /* seconds until allocated reaches reserved; < 0 = none */
+    double growth_bytes_per_s; /* allocated bytes growth rate; NAN = unknown (window too short) */
+    double predicted_oom_s;    /* seconds until allocated reaches reserved; < 0 = not growing,
+                                  NAN = unknown */
+    double rate_window_s;      /* seconds of history the rate was measured over */
 } report_threshold_info_t;
+
+/* A refusal kept after the refused call returned (refusal.c): its figures and its own copies of
+ * the classifier's strings (info.kind and info.reason point into them). */
+typedef struct refusal_copy {
+    report_oom_info_t info; /* the refusal as the shim described it */
+    char kind[24];          /* info.kind's text */
+    char reason[320];       /* info.reason's text */
+    double wall_s;          /* when (epoch seconds) */
+    uint64_t mono_ns;       /* when (clock_coarse_ns) */
+    int reported;           /* 1 when it got (or is owed) an oom report of its own */
+} refusal_copy_t;
+
+/* What every report says about refusals ("refusals" section, when total > 0). */
+typedef struct report_refusals {
+    uint64_t total;      /* refusals seen by this process */
+    uint64_t reported;   /* of them, with an oom report of their own */
+    uint64_t suppressed; /* of them, counted only */
+    refusal_copy_t last; /* the last one */
+} report_refusals_t;
 
 /* Everything one report is built from. */
 typedef struct report_input {
@@ -53,6 +74,7 @@ typedef struct report_input {
     const report_oom_info_t *oom;             /* oom trigger only */
     uint64_t oom_suppressed;                  /* oom reports skipped before this one */
     const report_threshold_info_t *threshold; /* threshold trigger only */
+    const report_refusals_t *refusals;        /* refusals so far (total 0: none) */
     double start_wall_s;                      /* process start, epoch seconds */
     uint64_t now_mono_ns;                     /* clock_coarse_ns() at the start of the report */
     double now_wall_s;                        /* epoch seconds at the start of the report */
@@ -80,9 +102,30 @@ REPORT_HIDDEN void report_write_background(enum wire_trigger trigger, int device
 REPORT_HIDDEN void report_count_signal(void);
 REPORT_HIDDEN double report_interval_s(void);
 
+/* The reporter thread's share of refusals and thresholds: reports that could not be written on
+ * the thread that caused them because another report was being written. */
+REPORT_HIDDEN void report_write_deferred_oom(void);
+/* A threshold crossing, written now when the report lock is free, else left to the thread.
+ * Returns 1 when written (or when reports are over: exiting), 0 when the thread owes it. */
+REPORT_HIDDEN int report_write_threshold_now(const report_threshold_info_t *t);
+
+/* ---- refusal.c ------------------------------------------------------------------------- */
+/* One refused allocation: 1 when it gets a report of its own (*out: its copy, *suppressed_before:
+ * refusals suppressed since the previous oom report), 0 when it is only counted. */
+REPORT_HIDDEN int refusal_admit(const report_oom_info_t *info, long oom_max, refusal_copy_t *out,
+                                uint64_t *suppressed_before);
+REPORT_HIDDEN void refusal_defer(const refusal_copy_t *c);    /* the reporter thread writes it */
+REPORT_HIDDEN int refusal_take_deferred(refusal_copy_t *out); /* 1 when one was owed */
+REPORT_HIDDEN void refusal_summary(report_refusals_t *out);   /* for every report */
+REPORT_HIDDEN int refusal_last_unreported(void); /* 1: the last refusal has no report yet */
+REPORT_HIDDEN void refusal_fork_prepare(void);
+REPORT_HIDDEN void refusal_fork_parent(void);
+REPORT_HIDDEN void refusal_fork_child(void);
+
 /* ---- reporter.c -------------------------------------------------------------------------- */
 #define REPORTER_WAKE_SIGNAL 's'    /* the report signal arrived */
 #define REPORTER_WAKE_THRESHOLD 't' /* a threshold was crossed */
+#define REPORTER_WAKE_OOM 'o'       /* a refusal's report was deferred */
 /* Wake the reporter thread (async-signal-safe, lock-free, errno preserved). */
 REPORT_HIDDEN void reporter_wake(char why);
 /* Start the thread and install the signal handler (pre: the report lock held).  0, or -1 after

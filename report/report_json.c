@@ -15,6 +15,7 @@
  * the bulk of a large report and this keeps the document to a few cJSON items per site.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -612,11 +613,44 @@ static cJSON *build_threshold(jb_t *b, const report_threshold_info_t *t)
     num(b, j, "threshold_ratio", t->threshold_ratio);
     unum(b, j, "allocated_bytes", t->allocated_bytes);
     unum(b, j, "reserved_bytes", t->reserved_bytes);
-    num(b, j, "growth_bytes_per_s", t->growth_bytes_per_s > 0 ? t->growth_bytes_per_s : 0.0);
+    num(b, j, "rate_window_s", t->rate_window_s);
+    if (isnan(t->growth_bytes_per_s)) /* less history than a rate needs */
+        add(b, j, "growth_bytes_per_s", cJSON_CreateNull());
+    else
+        num(b, j, "growth_bytes_per_s", t->growth_bytes_per_s > 0 ? t->growth_bytes_per_s : 0.0);
     if (t->predicted_oom_s >= 0)
         num(b, j, "predicted_oom_s", t->predicted_oom_s);
     else
         add(b, j, "predicted_oom_s", cJSON_CreateNull());
+    return j;
+}
+
+/* "refusals": how many requests were refused, how many got a report of their own, and the last
+ * one (written in every report, so the refusal a process died of is never lost). */
+static cJSON *build_refusals(jb_t *b, const report_input_t *in, symbolizer_t *sym, tbuf_t *t)
+{
+    const report_refusals_t *r = in->refusals;
+    const report_oom_info_t *o = &r->last.info;
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return NULL;
+    unum(b, j, "total", r->total);
+    unum(b, j, "reported", r->reported);
+    unum(b, j, "suppressed", r->suppressed);
+    cJSON *last = add(b, j, "last", cJSON_CreateObject());
+    if (last) {
+        unum(b, last, "requested_bytes", o->requested_bytes);
+        unum(b, last, "granted_bytes", o->granted_bytes);
+        num(b, last, "device", o->device);
+        str(b, last, "entry_point", vocab_entry_name(o->entry));
+        str(b, last, "kind", r->last.kind);
+        str(b, last, "reason", r->last.reason);
+        char when[64];
+        iso_time(r->last.wall_s, when, sizeof when);
+        str(b, last, "time", when);
+        add(b, last, "reported", cJSON_CreateBool(r->last.reported));
+        unum(b, last, "stack_id", o->stack_id);
+        add(b, last, "frames", build_frames(b, sym, o->stack_id, t));
+    }
     return j;
 }
 
@@ -655,6 +689,8 @@ REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symboliz
     tbuf_t t = {0};
     add(&b, doc, "leaks", build_leaks(&b, in, sym, &t));
     if (in->trigger == WIRE_TRIGGER_OOM && in->oom) add(&b, doc, "oom", build_oom(&b, in, sym, &t));
+    if (in->refusals && in->refusals->total)
+        add(&b, doc, "refusals", build_refusals(&b, in, sym, &t));
     free(t.p);
     if (in->trigger == WIRE_TRIGGER_THRESHOLD && in->threshold)
         add(&b, doc, "threshold", build_threshold(&b, in->threshold));

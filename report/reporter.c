@@ -31,6 +31,7 @@
 #define WAKE_SIGNAL 1u    /* the report signal arrived */
 #define WAKE_THRESHOLD 2u /* a monitor owes a threshold report */
 #define WAKE_QUIT 4u      /* reporter_stop: exit the thread */
+#define WAKE_OOM 8u       /* a refusal's report was deferred */
 
 static _Atomic uint32_t wake_word; /* WAKE_* bits not yet taken by the thread */
 
@@ -68,7 +69,9 @@ static void wake(uint32_t bit)
 
 REPORT_HIDDEN void reporter_wake(char why)
 {
-    wake(why == REPORTER_WAKE_SIGNAL ? WAKE_SIGNAL : WAKE_THRESHOLD);
+    wake(why == REPORTER_WAKE_SIGNAL ? WAKE_SIGNAL
+         : why == REPORTER_WAKE_OOM  ? WAKE_OOM
+                                     : WAKE_THRESHOLD);
 }
 
 static void on_signal(int sig)
@@ -100,6 +103,7 @@ static void *reporter_main(void *arg)
             report_write_background(WIRE_TRIGGER_SIGNAL, -1, NULL);
         }
         if (bits & WAKE_THRESHOLD) monitor_write_pending();
+        if (bits & WAKE_OOM) report_write_deferred_oom();
         if (period) {
             uint64_t now = clock_mono_ns();
             if (now >= due) {

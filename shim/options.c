@@ -84,7 +84,8 @@ static const option_def_t option_table[] = {
      "1: function/file/line in report frames; 0: module, offset and build id only (symbolize "
      "later with `npupool symbolize`)"},
     {"NPUPOOL_REPORT_OOM_MAX", OPT_COUNT, FIELD(report.oom_max), "10", 0, 1e6, 0,
-     "most `oom` post-mortem reports per process (at least 1 s apart)"},
+     "`oom` post-mortem reports beyond the first refusal of each call site and reason (those "
+     "always get one), at least 1 s apart; 0 = no oom reports"},
     {"NPUPOOL_TRACE", OPT_PATTERN, FIELD(trace), "", 0, 0, 0,
      "record an allocation trace to this path pattern (`%p` pid); see `docs/trace.md`"},
 };

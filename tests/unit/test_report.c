@@ -288,6 +288,15 @@ __attribute__((noipa)) static int ask_for_two_gib(void)
     return 207001;
 }
 
+/* The same call site twice in a row (one stack). */
+__attribute__((noipa)) static int ask_for_two_gib_twice(void)
+{
+    int rc = 0;
+    volatile int times = 2;
+    for (int i = 0; i < times; i++) rc = ask_for_two_gib();
+    return rc;
+}
+
 static void test_oom_report_explains_fragmentation(void **state)
 {
     (void)state;
@@ -299,7 +308,9 @@ static void test_oom_report_explains_fragmentation(void **state)
     for (int i = 0; i < n; i += 2) rt_free(0, blocks[i]);
     report_stats_t before;
     report_get_stats(&before);
-    assert_int_equal(ask_for_two_gib(), 207001);
+    /* the first refusal of the site gets a report; the same site and kind again right away is
+     * counted only */
+    assert_int_equal(ask_for_two_gib_twice(), 207001);
     cJSON *doc = rt_last_report();
     assert_string_equal(rt_str(doc, "trigger"), "oom");
     const cJSON *oom = rt_get(doc, "oom");
@@ -325,25 +336,28 @@ static void test_oom_report_explains_fragmentation(void **state)
     assert_int_equal(rt_num(d0, "pool.largest_free_bytes"), rt_num(oom, "largest_free_bytes"));
     rt_check_pool_consistency(d0);
     cJSON_Delete(doc);
-    /* rate limit: a second refusal right away writes no report */
-    assert_int_equal(ask_for_two_gib(), 207001);
     report_stats_t after;
     report_get_stats(&after);
     assert_int_equal(after.written, before.written + 1);
     assert_int_equal(after.oom_suppressed, before.oom_suppressed + 1);
-    /* exhausted (not fragmented): everything taken */
+    /* exhausted (not fragmented): the same site with another reason gets its own report at once
+     * (no 1 s gap), which counts the one suppressed before it */
     for (int i = 0; i < n; i += 2) blocks[i] = rt_alloc(0, (size_t)1 << 30, 0);
-    sleep(1);
-    rt_cfg.oom_max = 100;
-    rt_init();
-    assert_int_equal(ask_for_two_gib(), 207001);
+    assert_int_equal(ask_for_two_gib_twice(), 207001);
     doc = rt_last_report();
     reason = rt_str(doc, "oom.reason");
     assert_non_null(reason);
     print_message("# oom reason: %s\n", reason ? reason : "?");
     assert_true(!strncmp(reason, "exhausted: ", 11));
     assert_int_equal((long)rt_num(doc, "oom.reports_suppressed"), 1);
+    /* every report says how many refusals there were and which was the last */
+    assert_int_equal((long)rt_num(doc, "refusals.total"), 3); /* written at the third */
+    assert_int_equal((long)rt_num(doc, "refusals.reported"), 2);
+    assert_int_equal((long)rt_num(doc, "refusals.suppressed"), 1);
+    assert_string_equal(rt_str(doc, "refusals.last.kind"), "exhausted");
     cJSON_Delete(doc);
+    report_get_stats(&after);
+    assert_int_equal(after.written, before.written + 2);
 }
 
 /* ---- failures ---------------------------------------------------------------------------------- */
@@ -519,10 +533,11 @@ int main(void)
         cmocka_unit_test_setup(test_exit_report_names_the_leaks, setup),
         cmocka_unit_test_setup(test_growth_between_reports, setup),
         cmocka_unit_test_setup(test_free_map_cap_keeps_largest, setup),
-        cmocka_unit_test_setup(test_oom_report_explains_fragmentation, setup),
         cmocka_unit_test_setup(test_write_failures_cost_one_line, setup),
         cmocka_unit_test_setup(test_symbols_off, setup),
         cmocka_unit_test_setup(test_exit_report_only_when_needed, setup),
+        /* after it: a refusal left without a report of its own forces an exit report */
+        cmocka_unit_test_setup(test_oom_report_explains_fragmentation, setup),
         cmocka_unit_test_setup(test_devices_without_pool, setup),
         cmocka_unit_test_setup(test_fork_child_reports_only_its_own_leaks, setup),
     };
