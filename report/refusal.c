@@ -27,8 +27,8 @@
 #include "clock.h"
 #include "report_internal.h"
 
-#define REFUSAL_KEYS 256                /* distinct (site, device, kind) whose first is reported */
-#define REFUSAL_GAP_NS 1000000000ull    /* other oom reports at least this far apart */
+#define REFUSAL_KEYS 256             /* distinct (site, device, kind) whose first is reported */
+#define REFUSAL_GAP_NS 1000000000ull /* other oom reports at least this far apart */
 
 typedef struct refusal_key {
     uint32_t stack_id; /* the refused call's stack, 0 = none */
@@ -38,17 +38,17 @@ typedef struct refusal_key {
 } refusal_key_t;
 
 static struct {
-    pthread_mutex_t lock;           /* guards every field below */
+    pthread_mutex_t lock;             /* guards every field below */
     refusal_key_t keys[REFUSAL_KEYS]; /* sites whose first refusal was admitted */
-    size_t nkeys;                   /* entries used */
-    uint64_t total;                 /* refusals seen */
-    uint64_t reported;              /* oom reports written (or handed to the reporter thread) */
-    uint64_t suppressed;            /* refusals that got no report of their own */
-    uint64_t suppressed_since;      /* of them, since the last oom report */
-    uint64_t last_report_ns;        /* clock_coarse_ns() of the last oom report, 0 = none */
-    refusal_copy_t last;            /* the last refusal (valid when total > 0) */
-    refusal_copy_t deferred;        /* a refusal whose report the reporter thread owes */
-    int has_deferred;               /* 1 when `deferred` is owed */
+    size_t nkeys;                     /* entries used */
+    uint64_t total;                   /* refusals seen */
+    uint64_t reported;                /* oom reports written (or handed to the reporter thread) */
+    uint64_t suppressed;              /* refusals that got no report of their own */
+    uint64_t suppressed_since;        /* of them, since the last oom report */
+    uint64_t last_report_ns;          /* clock_coarse_ns() of the last oom report, 0 = none */
+    refusal_copy_t last;              /* the last refusal (valid when total > 0) */
+    refusal_copy_t deferred;          /* a refusal whose report the reporter thread owes */
+    int has_deferred;                 /* 1 when `deferred` is owed */
 } rf = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Point the copy's strings at its own buffers (after a struct copy). */
@@ -72,8 +72,8 @@ static void copy_from(refusal_copy_t *c, const report_oom_info_t *info)
 /* pre: rf.lock held.  1 when this is the first refusal of its key (and remembers it). */
 static int first_of_key(const report_oom_info_t *info)
 {
-    refusal_key_t k = {.stack_id = info->stack_id, .entry = (int)info->entry,
-                       .device = info->device};
+    refusal_key_t k = {
+        .stack_id = info->stack_id, .entry = (int)info->entry, .device = info->device};
     snprintf(k.kind, sizeof k.kind, "%s", info->kind ? info->kind : "");
     for (size_t i = 0; i < rf.nkeys; i++)
         if (rf.keys[i].stack_id == k.stack_id && rf.keys[i].entry == k.entry &&

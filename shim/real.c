@@ -3,6 +3,9 @@
 #include "real.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "elf_lookup.h"
@@ -42,20 +45,58 @@ static int is_own_code(const void *p)
     return dladdr(p, &other) && other.dli_fbase == base;
 }
 
+/* The first loaded object whose file name is libascendcl.so[.*] (the runtime the process loaded,
+ * whichever way: DT_NEEDED through the program's own RUNPATH, dlopen by absolute path, a later
+ * dlopen; with or without a DT_SONAME). */
+static int find_runtime_cb(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size;
+    const char *name = info->dlpi_name, *base = name ? strrchr(name, '/') : NULL;
+    base = base ? base + 1 : name;
+    if (!base || strncmp(base, "libascendcl.so", 14) != 0 || (base[14] && base[14] != '.'))
+        return 0;
+    snprintf((char *)ctx, PATH_MAX, "%s", name);
+    return 1;
+}
+
+/* A handle of the loaded runtime, or NULL.  Where the host found it: the object that defines a
+ * real function learnt already (the host's own dlsym answer), else the first loaded
+ * libascendcl.so, else the soname. */
+static void *runtime_handle(void)
+{
+    char path[PATH_MAX] = "";
+    for (int id = 0; id < REAL_COUNT && !path[0]; id++) {
+        void *known = __atomic_load_n(&real_cache[id], __ATOMIC_ACQUIRE);
+        Dl_info info;
+        if (known && dladdr(known, &info) && info.dli_fname)
+            snprintf(path, sizeof path, "%s", info.dli_fname);
+    }
+    if (!path[0]) dl_iterate_phdr(find_runtime_cb, path);
+    return dlopen(path[0] ? path : "libascendcl.so", RTLD_LAZY | RTLD_NOLOAD);
+}
+
 static void *resolve(enum real_id id)
 {
     elf_dlsym_fn dls = real_dlsym();
     if (!dls) return NULL;
     /* glibc's dlsym sees this file as its caller, so RTLD_NEXT means "after libnpupool.so". */
     void *p = dls(RTLD_NEXT, real_names[id]);
+    if (p && is_own_code(p)) p = NULL; /* never ourselves */
     if (!p) {
-        void *h = dlopen("libascendcl.so", RTLD_LAZY | RTLD_NOLOAD);
+        void *h = runtime_handle(); /* loaded RTLD_LOCAL (ctypes, torch_npu): not in the scope */
         if (h) {
             p = dls(h, real_names[id]);
             dlclose(h);
         }
     }
-    if (p && is_own_code(p)) p = NULL; /* never ourselves */
+    if (p && is_own_code(p)) p = NULL;
+    if (!p) {
+        static int said; /* once per process */
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            log_info("no loaded libascendcl.so defines %s (yet): such calls go to whatever the "
+                     "program binds them to until a runtime is loaded",
+                     real_names[id]);
+    }
     return p;
 }
 

@@ -9,7 +9,7 @@ PROG_DIR := $(BUILD)/tests/programs
 $(BUILD)/obj/tests/programs/%.o: INC := -Iinclude
 
 SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop
-SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen
+SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen dlopen_abs
 SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%)
 
 $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: $(BUILD)/obj/tests/programs/%.o $(FAKEACL_LIB)
@@ -34,7 +34,14 @@ $(E2E_CC:%=$(PROG_DIR)/%): $(PROG_DIR)/%: $(BUILD)/obj/tests/programs/%.o $(FAKE
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
 
-ALL_TARGETS += $(UNIT_TESTS) $(SHIM_TEST_BINS) $(E2E_BINS)
+# The fake runtime once more, without a DT_SONAME (as a runtime may be shipped), for the
+# discovery case (tests/cases/shim_discovery.sh): npupool must find it by file name.
+FAKEACL_NOSONAME := $(BUILD)/fakeacl-nosoname/libascendcl.so
+$(FAKEACL_NOSONAME): $(FAKEACL_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(FAKEACL_OBJS) $(LDFLAGS)
+
+ALL_TARGETS += $(UNIT_TESTS) $(SHIM_TEST_BINS) $(E2E_BINS) $(FAKEACL_NOSONAME)
 
 .PHONY: test test-plain
 test: all
