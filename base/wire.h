@@ -74,6 +74,16 @@ typedef struct wire_counters {
 #define wire_counter_sub(c, field, n) __atomic_fetch_sub(&(c)->field, (n), __ATOMIC_RELAXED)
 #define wire_counter_get(c, field) __atomic_load_n(&(c)->field, __ATOMIC_RELAXED)
 
+/* Take n from a gauge (a counter that also goes down, e.g. fallback_bytes), never below 0: a
+ * reset that zeroed it may race with a free that subtracts. */
+static inline void wire_gauge_sub(uint64_t *gauge, uint64_t n)
+{
+    uint64_t cur = __atomic_load_n(gauge, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(gauge, &cur, cur > n ? cur - n : 0, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
 /* ---- allocation traces ---------------------------------------------------------------------- */
 #define WIRE_TRACE_FORMAT "npupool-trace/1"
 #define WIRE_TRACE_HEADER "# " WIRE_TRACE_FORMAT /* first line starts so; key=value words follow */

@@ -105,6 +105,13 @@ static inline int in_range(const pool_t *p, uintptr_t addr)
 
 int pool_contains(const pool_t *p, uintptr_t addr) { return p && in_range(p, addr); }
 
+size_t pool_allocated_bytes(const pool_t *p)
+{
+    return p ? __atomic_load_n(&p->allocated_mirror, __ATOMIC_RELAXED) : 0;
+}
+
+size_t pool_size(const pool_t *p) { return p ? p->size : 0; }
+
 void pool_lock(pool_t *p) { pthread_mutex_lock(&p->lock); }
 void pool_unlock(pool_t *p) { pthread_mutex_unlock(&p->lock); }
 
@@ -128,6 +135,7 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
         p->bucket_live_blocks[k]--;
         p->bucket_live_bytes[k] -= granted;
     }
+    __atomic_store_n(&p->allocated_mirror, p->allocated_bytes, __ATOMIC_RELAXED);
 }
 
 /* A LIVE large-heap block of exactly `need` bytes, cut from the bottom of a free block and

@@ -179,6 +179,13 @@ int pool_snapshot(pool_t *pool, pool_stats_t *stats, pool_walk_fn cb, void *ctx)
  * violations (0 = consistent).  The first violation's description goes to `why` if non-NULL. */
 int pool_check(pool_t *pool, char *why, size_t why_len);
 
+/* Granted bytes of live blocks now, without the lock (a relaxed atomic read of the figure the
+ * last alloc or free left): for monitors that need it on every call.  A pool's own figure never
+ * mixes with another pool's, so it cannot wrap when a pool is retired while frees race. */
+size_t pool_allocated_bytes(const pool_t *pool);
+/* Bytes of the managed range (immutable). */
+size_t pool_size(const pool_t *pool);
+
 /* For fork handlers only. */
 void pool_lock(pool_t *pool);
 void pool_unlock(pool_t *pool);

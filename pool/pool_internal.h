@@ -52,6 +52,8 @@ struct pool {
     addrmap_t live;              /* LIVE large-heap block address -> desc_t * */
     desc_t *large_first;         /* block at ubase */
     size_t allocated_bytes;      /* sum of granted over live blocks and slots */
+    size_t allocated_mirror;     /* allocated_bytes, stored atomically after each change: read
+                                    without the lock by pool_allocated_bytes */
     size_t requested_bytes;      /* sum of requested over them */
     size_t peak_allocated_bytes; /* high-water mark of allocated_bytes */
     uint64_t live_blocks;        /* live blocks and slots */

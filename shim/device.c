@@ -187,7 +187,6 @@ uintptr_t device_pool_retire(int device)
         __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
         d->reservation = 0;
         d->reservation_bytes = 0;
-        __atomic_store_n(&d->pool_bytes, 0, __ATOMIC_RELAXED);
         uint64_t now = clock_mono_ns();
         reap_retired_locked(now);
         retired_pool_t *node = malloc(sizeof *node);

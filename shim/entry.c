@@ -122,13 +122,14 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     pool_t *pool = device_pool_get_or_create(device);
     uintptr_t addr = 0;
     pool_refusal_t why = {.kind = POOL_REFUSAL_NONE};
-    int prc = pool ? pool_alloc(pool, size, granted, &addr, &why) : POOL_ENOMEM;
+    /* (requested <= granted for the pool: a size near SIZE_MAX was capped above) */
+    int prc = pool ? pool_alloc(pool, size < granted ? size : granted, granted, &addr, &why)
+                   : POOL_ENOMEM;
     if (prc == POOL_OK) {
         *dev_ptr = (void *)addr;
         wire_counter_add(&d->counters, allocs, 1);
-        size_t in_use = __atomic_add_fetch(&d->pool_bytes, granted, __ATOMIC_RELAXED);
         observe_alloc(addr, device, size, granted, e, VOCAB_FROM_POOL, stack);
-        observe_usage(device, in_use, d->reservation_bytes);
+        observe_usage(device, pool_allocated_bytes(pool), pool_size(pool));
         return ACL_SUCCESS;
     }
     aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -196,8 +197,7 @@ static aclError shim_free(void *dev_ptr, int sync)
         size_t granted = 0;
         if (pool && pool_free(pool, addr, &granted, NULL) == POOL_OK) {
             wire_counter_add(&d->counters, frees, 1);
-            size_t in_use = __atomic_sub_fetch(&d->pool_bytes, granted, __ATOMIC_RELAXED);
-            observe_usage(device, in_use, d->reservation_bytes);
+            observe_usage(device, pool_allocated_bytes(pool), pool_size(pool));
             return ACL_SUCCESS;
         }
         wire_counter_add(&d->counters, invalid_frees, 1);
@@ -220,7 +220,7 @@ static aclError shim_free(void *dev_ptr, int sync)
         }
         if (rec.origin == VOCAB_FROM_FALLBACK) {
             wire_counter_add(c, fallback_frees, 1);
-            wire_counter_sub(c, fallback_bytes, rec.granted);
+            wire_gauge_sub(&c->fallback_bytes, rec.granted);
         }
         return rc;
     }
@@ -284,7 +284,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
         device_pool_retire(deviceId);
         size_t dropped = foreign_drop_device(deviceId);
         wire_counters_t *c = &shim_devices[deviceId].counters;
-        wire_counter_sub(c, fallback_bytes, wire_counter_get(c, fallback_bytes));
+        __atomic_store_n(&c->fallback_bytes, 0, __ATOMIC_RELAXED);
         observe_after_reset(deviceId);
         log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId,
                  dropped);

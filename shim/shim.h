@@ -23,9 +23,8 @@ typedef struct shim_device {
     pool_t *pool;             /* atomically published; NULL until first allocation */
     uintptr_t reservation;    /* address the runtime gave for the pool */
     size_t reservation_bytes; /* bytes managed by the pool */
-    int reserve_failed;  /* 1: the runtime refused every reservation size; no retry until reset */
-    int creating;        /* 1 while one thread reserves this device's pool (lock released) */
-    uint64_t pool_bytes; /* granted bytes of live pool blocks (threshold monitor), atomic */
+    int reserve_failed; /* 1: the runtime refused every reservation size; no retry until reset */
+    int creating;       /* 1 while one thread reserves this device's pool (lock released) */
     wire_counters_t counters; /* events on this device (base/wire.h), atomics */
 } shim_device_t;
 

@@ -8,7 +8,7 @@ UNIT_TESTS ?=
 PROG_DIR := $(BUILD)/tests/programs
 $(BUILD)/obj/tests/programs/%.o: INC := -Iinclude
 
-SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop
+SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop guest
 SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen dlopen_abs
 SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%)
 
