@@ -11,6 +11,7 @@
 
 TOOLS_INC      := $(POOL_INC) -Itools
 TOOLS_LIB_SRCS := tools/tools.c tools/cli.c tools/input.c tools/jsonscan.c tools/report_read.c \
+                  tools/triage.c \
                   tools/site.c tools/trace_read.c tools/replay.c tools/replay_firstfit.c \
                   tools/firstfit.c tools/symfile.c
 TOOLS_CMD_SRCS := tools/main.c tools/commands.c tools/cmd_summary.c tools/cmd_leaks.c tools/cmd_diff.c \
