@@ -49,20 +49,19 @@ static const cli_opt_t leaks_opts[] = {
                     "leave out stacks with a frame whose function or module matches the glob\n"
                     "(function:PATTERN, module:PATTERN: only that; see docs/tools.md)"},
     [OPT_SUPPRESS] = {"suppress", 0, CLI_TEXT, "FILE", NULL, 0,
-                      "patterns to leave out, one a line (default: the file $" SUPPRESS_ENV
-                      ")"},
+                      "patterns to leave out, one a line (default: the file $" SUPPRESS_ENV ")"},
     {NULL},
 };
 
 typedef struct view {
-    const report_t *r;       /* the reports */
-    size_t nr;               /* their number */
-    const report_t *base;    /* --since, or NULL */
-    const triage_t *t;       /* the rows */
-    long ranks[CLI_MAX_OPERANDS];       /* distinct ranks, sorted */
-    size_t nranks;                      /* entries in ranks */
-    size_t rank_of[CLI_MAX_OPERANDS];   /* report -> index into ranks */
-    int dup_rank[CLI_MAX_OPERANDS];     /* 1 when the report's rank is in another report too */
+    const report_t *r;                /* the reports */
+    size_t nr;                        /* their number */
+    const report_t *base;             /* --since, or NULL */
+    const triage_t *t;                /* the rows */
+    long ranks[CLI_MAX_OPERANDS];     /* distinct ranks, sorted */
+    size_t nranks;                    /* entries in ranks */
+    size_t rank_of[CLI_MAX_OPERANDS]; /* report -> index into ranks */
+    int dup_rank[CLI_MAX_OPERANDS];   /* 1 when the report's rank is in another report too */
 } view_t;
 
 static const char *plural(uint64_t n) { return n == 1 ? "" : "s"; }
@@ -193,12 +192,12 @@ static void print_stack(const view_t *v, const triage_stack_t *s)
     const report_leak_t *l = s->leak;
     if (v->t->mode == TRIAGE_SINCE) {
         printf("   stack %s, device %ld: %s in %+" PRId64 " allocation%s",
-               l->stack_id[0] ? l->stack_id : "?", l->device, fmt_sbytes(b1, s->bytes > INT64_MAX ? INT64_MAX : (int64_t)s->bytes),
-               s->delta_count, s->delta_count == 1 || s->delta_count == -1 ? "" : "s");
+               l->stack_id[0] ? l->stack_id : "?", l->device,
+               fmt_sbytes(b1, s->bytes > INT64_MAX ? INT64_MAX : (int64_t)s->bytes), s->delta_count,
+               s->delta_count == 1 || s->delta_count == -1 ? "" : "s");
         if (s->in_base)
-            printf(" (now %s in %" PRIu64 ", was %s in %" PRIu64 ")\n",
-                   fmt_bytes(b2, s->now_bytes), s->now_count, fmt_bytes(b3, s->base_bytes),
-                   s->base_count);
+            printf(" (now %s in %" PRIu64 ", was %s in %" PRIu64 ")\n", fmt_bytes(b2, s->now_bytes),
+                   s->now_count, fmt_bytes(b3, s->base_bytes), s->base_count);
         else
             printf(" (new)\n");
     } else if (v->t->mode == TRIAGE_RANKS) {
@@ -239,7 +238,8 @@ static void print_head(const view_t *v, size_t shown, uint64_t count, uint64_t b
                fmt_bytes(b2, t->bytes));
     else
         printf("live allocations in %s: %zu of %zu sites, %" PRIu64 " allocations, %s (of %s)\n",
-               v->r[0].path, shown, t->nsites, count, fmt_bytes(b1, bytes), fmt_bytes(b2, t->bytes));
+               v->r[0].path, shown, t->nsites, count, fmt_bytes(b1, bytes),
+               fmt_bytes(b2, t->bytes));
 }
 
 static int list(view_t *v, const suppress_list_t *sup, uint64_t top, uint64_t min_bytes)

@@ -242,8 +242,8 @@ static void print_rank_rows(const report_t *r, size_t n)
            fmt_bytes(b[1], talloc), fmt_bytes(b[2], tpeak), fmt_bytes(b[3], tfree),
            fmt_bytes(b[4], tlargest), "", tlive, fmt_bytes(b[5], tlbytes));
     printf("(peak is the sum of each pool's own peak; lrg free the largest of any pool)\n");
-    printf("allocated per report: min %s (rank %ld), max %s (rank %ld), mean %s", fmt_bytes(b[0], amin),
-           rmin, fmt_bytes(b[1], amax), rmax, fmt_bytes(b[2], asum / n));
+    printf("allocated per report: min %s (rank %ld), max %s (rank %ld), mean %s",
+           fmt_bytes(b[0], amin), rmin, fmt_bytes(b[1], amax), rmax, fmt_bytes(b[2], asum / n));
     if (amin > 0) printf(", max/min %.2f", (double)amax / (double)amin);
     printf("\n");
 }
@@ -262,8 +262,8 @@ static void print_rank_sites(const report_t *r, size_t n, size_t top)
     if (t.nsites == 0) {
         printf("\nno live allocations\n");
     } else {
-        printf("\ntop leak sites across ranks (%zu of %zu; %" PRIu64 " live allocations, %s)\n",
-               k, t.nsites, t.count, fmt_bytes(b1, t.bytes));
+        printf("\ntop leak sites across ranks (%zu of %zu; %" PRIu64 " live allocations, %s)\n", k,
+               t.nsites, t.count, fmt_bytes(b1, t.bytes));
         printf("  %11s %9s %7s  %s\n", "bytes", "count", "ranks", "site");
     }
     for (size_t i = 0; i < k; i++) {
@@ -338,7 +338,8 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
 const cli_cmd_t cmd_summary = {
     .name = "summary",
     .operands = "REPORT...",
-    .purpose = "per-device pool figures, size classes, counters, top leak sites; ranks side by side",
+    .purpose =
+        "per-device pool figures, size classes, counters, top leak sites; ranks side by side",
     .about = "Screen-sized overview of a report: per device reserved / allocated / peak / free / "
              "largest\nfree block / fragmentation, the busiest size classes, counters, the top "
              "leak sites with\nfunction and file:line, and the post-mortem of an oom report.",

@@ -19,8 +19,14 @@
 
 typedef __int128 wide_t;
 
-static uint64_t uclamp(wide_t v) { return v < 0 ? 0 : v > (wide_t)UINT64_MAX ? UINT64_MAX : (uint64_t)v; }
-static int64_t sclamp(wide_t v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v; }
+static uint64_t uclamp(wide_t v)
+{
+    return v < 0 ? 0 : v > (wide_t)UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+static int64_t sclamp(wide_t v)
+{
+    return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
+}
 
 typedef struct item {
     const report_leak_t *leak; /* the stack */
@@ -116,8 +122,8 @@ static size_t collect(const triage_in_t *in, int mode, triage_t *t, keyed_t **ou
     item_t *it = calloc(nitems ? nitems : 1, sizeof *it);
     keyed_t *k = calloc(nitems ? nitems : 1, sizeof *k);
     if (it == NULL || k == NULL) goto oom;
-    const unsigned flags = mode == TRIAGE_SINCE ? SITE_KEY_DEVICE | SITE_KEY_BUILD_ID
-                                                : SITE_KEY_BUILD_ID;
+    const unsigned flags =
+        mode == TRIAGE_SINCE ? SITE_KEY_DEVICE | SITE_KEY_BUILD_ID : SITE_KEY_BUILD_ID;
     size_t n = 0;
     for (size_t r = 0; r <= nr; r++) {
         const report_t *rep = r < nr ? &in->reports[r] : in->base;

@@ -27,12 +27,12 @@
 enum triage_mode { TRIAGE_PLAIN = 0, TRIAGE_SINCE = 1, TRIAGE_RANKS = 2 };
 
 typedef struct triage_in {
-    const report_t *reports; /* the reports (the ranks), at least one */
-    size_t nreports;         /* entries in reports */
-    const report_t *base;    /* the baseline (since mode; one report only), or NULL */
+    const report_t *reports;    /* the reports (the ranks), at least one */
+    size_t nreports;            /* entries in reports */
+    const report_t *base;       /* the baseline (since mode; one report only), or NULL */
     const suppress_list_t *sup; /* patterns, or NULL */
-    int have_device;         /* 1: only stacks of device `device` */
-    long device;             /* device id when have_device */
+    int have_device;            /* 1: only stacks of device `device` */
+    long device;                /* device id when have_device */
 } triage_in_t;
 
 typedef struct triage_stack {
@@ -52,11 +52,11 @@ typedef struct triage_stack {
 } triage_stack_t;
 
 typedef struct triage_site {
-    char key[160];   /* the innermost frame's key */
-    uint64_t count;  /* allocations of its stacks */
-    uint64_t bytes;  /* bytes of its stacks */
-    size_t first;    /* its first stack in triage_t.stack (shown stacks are grouped by site) */
-    size_t nstacks;  /* its stacks */
+    char key[160];    /* the innermost frame's key */
+    uint64_t count;   /* allocations of its stacks */
+    uint64_t bytes;   /* bytes of its stacks */
+    size_t first;     /* its first stack in triage_t.stack (shown stacks are grouped by site) */
+    size_t nstacks;   /* its stacks */
     uint64_t *rcount; /* ranks mode: allocations per report */
     uint64_t *rbytes; /* ranks mode: bytes per report */
 } triage_site_t;
@@ -68,18 +68,18 @@ typedef struct triage_hits {
 } triage_hits_t;
 
 typedef struct triage {
-    int mode;                /* enum triage_mode */
-    size_t nreports;         /* reports read (ranks mode: the per-report arrays' length) */
-    triage_stack_t *stack;   /* shown stacks, grouped by site in site order */
-    size_t nstacks;          /* entries in stack */
-    triage_site_t *site;     /* sites, largest first */
-    size_t nsites;           /* entries in site */
-    uint64_t count, bytes;   /* totals of the shown stacks */
-    triage_hits_t hidden;    /* what suppression left out, in all */
-    triage_hits_t *hits;     /* per pattern (sup->n entries), NULL without patterns */
-    size_t base_stacks;      /* since mode: stacks of the baseline */
-    uint64_t *stack_mem;     /* ranks mode: the stacks' per-report arrays, one block */
-    uint64_t *site_mem;      /* ranks mode: the sites' per-report arrays, one block */
+    int mode;              /* enum triage_mode */
+    size_t nreports;       /* reports read (ranks mode: the per-report arrays' length) */
+    triage_stack_t *stack; /* shown stacks, grouped by site in site order */
+    size_t nstacks;        /* entries in stack */
+    triage_site_t *site;   /* sites, largest first */
+    size_t nsites;         /* entries in site */
+    uint64_t count, bytes; /* totals of the shown stacks */
+    triage_hits_t hidden;  /* what suppression left out, in all */
+    triage_hits_t *hits;   /* per pattern (sup->n entries), NULL without patterns */
+    size_t base_stacks;    /* since mode: stacks of the baseline */
+    uint64_t *stack_mem;   /* ranks mode: the stacks' per-report arrays, one block */
+    uint64_t *site_mem;    /* ranks mode: the sites' per-report arrays, one block */
 } triage_t;
 
 /* Build the listing.  Returns 0, or -1 when out of memory (message printed; *t released). */
