@@ -8,8 +8,10 @@
  * the trace's last event — exact for the exit report, which the shim writes at exit, just after
  * the trace's last line — and every other report by its dump time before that one.  Reports of
  * another process than the trace's (pid) are refused.
+ * Stacks: from the latest report that lists live blocks of a pool (the exit report written after
+ * aclFinalize has no pool left; the finalize report before it has), else the latest report.
  * Pool size: --pool-bytes / --ratio / --device-bytes as `replay`; when none is given and a
- * report is, the largest pool of the latest report (the size the recorded run had).
+ * report is, the largest pool of the stacks report (the size the recorded run had).
  */
 #include "commands.h"
 #include "export.h"
@@ -197,11 +199,22 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     }
     const char *how = "no reports";
     const report_t *latest = nr ? place(&t, r, nr, at, &how) : NULL;
+    /* The stacks and the pool: the latest report that still lists live blocks of a pool (the
+     * exit report after aclFinalize has no pool left; the finalize report before it has). */
+    const report_t *stacks = latest;
+    int64_t stacks_wall = -1;
+    for (size_t i = 0; i < nr; i++) {
+        int64_t w = iso_ns(r[i].dump_time);
+        int listed = 0;
+        for (size_t k = 0; k < r[i].ndevices; k++)
+            listed |= r[i].devices[k].has_pool && r[i].devices[k].nlive_map > 0;
+        if (listed && w >= stacks_wall) stacks = &r[i], stacks_wall = w;
+    }
     export_in_t in = {
         .t = &t,
         .reports = r,
         .nreports = nr,
-        .stacks = latest,
+        .stacks = stacks,
         .report_ns = at,
         .placement = how,
         .max_samples = a->v[OPT_MAX_SAMPLES].u,
@@ -217,11 +230,11 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     };
     const int sized =
         a->v[OPT_POOL_BYTES].given || a->v[OPT_RATIO].given || a->v[OPT_DEVICE_BYTES].given;
-    if (!sized && latest) {
+    if (!sized && stacks) {
         uint64_t biggest = 0;
-        for (size_t k = 0; k < latest->ndevices; k++)
-            if (latest->devices[k].has_pool && latest->devices[k].reserved > biggest)
-                biggest = latest->devices[k].reserved;
+        for (size_t k = 0; k < stacks->ndevices; k++)
+            if (stacks->devices[k].has_pool && stacks->devices[k].reserved > biggest)
+                biggest = stacks->devices[k].reserved;
         if (biggest) in.replay.pool_bytes = biggest;
     }
     rc = TOOLS_OK;

@@ -166,7 +166,7 @@ static void print_per_rank(const view_t *v, const uint64_t *rc, const uint64_t *
             printf(", ... (%zu ranks in all)", present);
             break;
         }
-        printf("%s %s %s/%" PRIu64, shown > 1 ? "," : "", rank_label(v, r, lab, sizeof lab),
+        printf("%s %s %s in %" PRIu64, shown > 1 ? "," : "", rank_label(v, r, lab, sizeof lab),
                fmt_bytes(b1, rb[r]), rc[r]);
     }
     if (present < v->nranks) {
