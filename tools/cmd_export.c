@@ -134,8 +134,8 @@ static int write_viz(const char *path, const export_in_t *in)
         printf("  %" PRIu64 " allocation%s outside the report's pool: a segment each\n", st.outside,
                st.outside == 1 ? "" : "s");
     if (st.skipped_devices)
-        printf("  %" PRIu64 " device%s with a negative id left out\n", st.skipped_devices,
-               st.skipped_devices == 1 ? "" : "s");
+        printf("  %" PRIu64 " device%s with a negative id (or one above 4096) left out\n",
+               st.skipped_devices, st.skipped_devices == 1 ? "" : "s");
     printf("  open: drag it onto https://pytorch.org/memory_viz, or python -m "
            "torch.cuda._memory_viz trace_plot %s -o out.html\n",
            path);

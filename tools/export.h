@@ -42,7 +42,7 @@ typedef struct export_viz_stats {
     uint64_t segments;        /* segments written */
     uint64_t live_blocks;     /* active blocks in the segments (allocations live at the end) */
     uint64_t with_frames;     /* of those, blocks that got a report's stack */
-    uint64_t skipped_devices; /* trace devices with an id memory_viz cannot index (< 0) */
+    uint64_t skipped_devices; /* trace devices memory_viz cannot index (id < 0 or > 4096) */
     uint64_t outside;         /* allocations outside the report's pool: a segment each */
 } export_viz_stats_t;
 

@@ -9,6 +9,7 @@
  */
 #include "triage.h"
 
+#include "cli.h"
 #include "site.h"
 #include "tools.h"
 
@@ -311,7 +312,7 @@ size_t triage_ranks(const report_t *reports, size_t nreports, long *ranks, size_
 
 size_t triage_present(const uint64_t *rcount, size_t nreports, const size_t *rank_index, size_t n)
 {
-    unsigned char seen[1024] = {0}; /* n <= CLI_MAX_OPERANDS reports, so ranks */
+    unsigned char seen[CLI_MAX_OPERANDS] = {0}; /* n <= reports <= CLI_MAX_OPERANDS */
     size_t k = 0;
     for (size_t r = 0; r < nreports; r++) {
         size_t i = rank_index[r];
