@@ -146,7 +146,7 @@ static int prepare(viz_t *v)
 static void put_frames(viz_t *v, int32_t site)
 {
     pickle_t *p = &v->p;
-    pickle_str(p, "frames");
+    pickle_str_memo(p, "frames");
     pickle_list_begin(p);
     const report_leak_t *l = site >= 0 ? &v->in->stacks->leaks[site] : NULL;
     for (size_t i = 0; l && i < l->nframes; i++) {
@@ -174,7 +174,8 @@ static void put_block(viz_t *v, uint64_t addr, uint64_t size, int active, int32_
     pickle_key_uint(p, "address", addr);
     pickle_key_uint(p, "size", size);
     pickle_key_uint(p, "requested_size", active ? size : 0);
-    pickle_key_str(p, "state", active ? "active_allocated" : "inactive");
+    pickle_str_memo(p, "state");
+    pickle_str_memo(p, active ? "active_allocated" : "inactive");
     put_frames(v, site);
     pickle_dict_end(p);
 }
@@ -189,8 +190,9 @@ static void put_segment_head(viz_t *v, long id, uint64_t addr, uint64_t size, ui
     pickle_key_uint(p, "active_size", active);
     pickle_key_uint(p, "requested_size", active);
     pickle_key_int(p, "stream", 0);
-    pickle_key_str(p, "segment_type", "large");
-    pickle_str(p, "is_expandable");
+    pickle_str_memo(p, "segment_type");
+    pickle_str_memo(p, "large");
+    pickle_str_memo(p, "is_expandable");
     pickle_bool(p, 0);
     v->st->segments++;
 }
@@ -214,7 +216,7 @@ static int put_segments(viz_t *v)
     slot_ref_t *refs = malloc((t->nallocs ? t->nallocs : 1) * sizeof *refs);
     if (refs == NULL) return -1;
     pickle_t *p = &v->p;
-    pickle_str(p, "segments");
+    pickle_str_memo(p, "segments");
     pickle_list_begin(p);
     for (int i = 0; i < t->ndevices; i++) {
         viz_dev_t *d = &v->dev[i];
@@ -231,7 +233,7 @@ static int put_segments(viz_t *v)
             if (inside(d, refs[k].addr, refs[k].size)) active += refs[k].size;
         pickle_dict_begin(p);
         put_segment_head(v, t->device_ids[i], d->seg_addr, d->seg_size, active);
-        pickle_str(p, "blocks");
+        pickle_str_memo(p, "blocks");
         pickle_list_begin(p);
         uint64_t at = d->seg_addr, end = d->seg_addr + d->seg_size;
         for (size_t k = 0; k < n; k++) {
@@ -252,7 +254,7 @@ static int put_segments(viz_t *v)
             if (inside(d, r->addr, r->size)) continue;
             pickle_dict_begin(p);
             put_segment_head(v, t->device_ids[i], r->addr, own_size(r->size), r->size);
-            pickle_str(p, "blocks");
+            pickle_str_memo(p, "blocks");
             pickle_list_begin(p);
             put_block(v, r->addr, r->size, 1, -1);
             if (r->size == 0) put_block(v, r->addr, 1, 0, -1);
@@ -272,7 +274,8 @@ static void put_entry(viz_t *v, const char *action, int has_addr, uint64_t addr,
 {
     pickle_t *p = &v->p;
     pickle_dict_begin(p);
-    pickle_key_str(p, "action", action);
+    pickle_str_memo(p, "action");
+    pickle_str_memo(p, action);
     if (has_addr) pickle_key_uint(p, "addr", addr);
     pickle_key_uint(p, "size", size);
     pickle_key_int(p, "stream", 0);
@@ -300,7 +303,8 @@ static void put_device_trace(viz_t *v, int di)
         }
         if (ev->action == TRACE_FAIL) {
             pickle_dict_begin(p);
-            pickle_key_str(p, "action", "oom");
+            pickle_str_memo(p, "action");
+            pickle_str_memo(p, "oom");
             pickle_key_uint(p, "size", ev->size);
             pickle_key_uint(p, "device_free", d->seg_size > live_in ? d->seg_size - live_in : 0);
             pickle_key_int(p, "stream", 0);
@@ -341,7 +345,7 @@ int export_viz_write(const export_in_t *in, FILE *f, export_viz_stats_t *st)
         pickle_begin(&v->p, f);
         pickle_dict_begin(&v->p);
         rc = put_segments(v);
-        pickle_str(&v->p, "device_traces");
+        pickle_str_memo(&v->p, "device_traces");
         pickle_list_begin(&v->p);
         for (long id = 0; rc == 0 && id <= v->max_id; id++) {
             int di = -1;

@@ -26,6 +26,8 @@
 #define OP_NEWFALSE 0x89
 #define OP_NONE 'N'
 #define OP_BINFLOAT 'G'
+#define OP_BINPUT 'q'
+#define OP_BINGET 'h'
 
 static void put(pickle_t *p, const void *b, size_t n)
 {
@@ -152,6 +154,31 @@ void pickle_str(pickle_t *p, const char *s)
     item_done(p);
 }
 
+void pickle_str_memo(pickle_t *p, const char *s)
+{
+    for (int i = 0; s && i < p->nmemo; i++) {
+        if (p->memo[i] != s && strcmp(p->memo[i], s) != 0) continue;
+        unsigned char get[2] = {OP_BINGET, (unsigned char)i};
+        put(p, get, 2);
+        item_done(p);
+        return;
+    }
+    /* first use: the string, then BINPUT before item_done (a batch end would pop it) */
+    if (s == NULL || p->nmemo == PICKLE_MEMO) {
+        pickle_str(p, s);
+        return;
+    }
+    size_t n = strlen(s);
+    unsigned char h[5] = {OP_BINUNICODE};
+    le32(h + 1, (uint32_t)n);
+    put(p, h, 5);
+    put(p, s, n);
+    unsigned char bp[2] = {OP_BINPUT, (unsigned char)p->nmemo};
+    put(p, bp, 2);
+    p->memo[p->nmemo++] = s;
+    item_done(p);
+}
+
 void pickle_int(pickle_t *p, int64_t v)
 {
     unsigned char b[10];
@@ -218,18 +245,18 @@ void pickle_float(pickle_t *p, double v)
 
 void pickle_key_str(pickle_t *p, const char *key, const char *value)
 {
-    pickle_str(p, key);
+    pickle_str_memo(p, key);
     pickle_str(p, value);
 }
 
 void pickle_key_int(pickle_t *p, const char *key, int64_t value)
 {
-    pickle_str(p, key);
+    pickle_str_memo(p, key);
     pickle_int(p, value);
 }
 
 void pickle_key_uint(pickle_t *p, const char *key, uint64_t value)
 {
-    pickle_str(p, key);
+    pickle_str_memo(p, key);
     pickle_uint(p, value);
 }

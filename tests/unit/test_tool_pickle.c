@@ -1,8 +1,8 @@
 /* tests/unit/test_tool_pickle.c — tools/pickle.c byte for byte: each opcode as Python's pickle
  * module defines it (Lib/pickle.py: PROTO 2, EMPTY_DICT/EMPTY_LIST + MARK ... SETITEMS/APPENDS,
  * BININT1/BININT2/BININT/LONG1 at their boundaries, BINUNICODE, NEWTRUE/NEWFALSE, NONE,
- * BINFLOAT big-endian, STOP); batches of 1000 items; invalid UTF-8 made valid; bad nesting and
- * write errors reported.  (tests/cases/tool_export.sh loads whole snapshots with Python.)
+ * BINFLOAT big-endian, BINPUT/BINGET, STOP); batches of 1000 items; invalid UTF-8 made valid;
+ * bad nesting and write errors reported.  (tests/cases/tool_export.sh loads whole snapshots with Python.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -104,11 +104,51 @@ static void test_containers(void **state)
            "\x80\x02}("
            "X\x01\x00\x00\x00"
            "a"
+           "q\x00" /* keys are memoized */
            "K\x01"
            "X\x01\x00\x00\x00"
-           "l"
+           "l" /* pickle_str: not memoized */
            "](e"
            "u.");
+}
+
+/* Memoized strings: BINPUT on first use, BINGET after, also across a batch end; a full memo
+ * falls back to plain strings. */
+static void test_memo(void **state)
+{
+    (void)state;
+    buf_t b;
+    pickle_t *p = start(&b);
+    pickle_list_begin(p);
+    pickle_str_memo(p, "alloc");
+    pickle_str_memo(p, "free");
+    char copy[] = "alloc"; /* equal text, other storage */
+    pickle_str_memo(p, copy);
+    pickle_str_memo(p, "free");
+    pickle_list_end(p);
+    EXPECT(p, &b,
+           "\x80\x02]("
+           "X\x05\x00\x00\x00"
+           "alloc"
+           "q\x00"
+           "X\x04\x00\x00\x00"
+           "free"
+           "q\x01"
+           "h\x00"
+           "h\x01"
+           "e.");
+    p = start(&b);
+    static char words[PICKLE_MEMO + 1][8];
+    for (int i = 0; i <= PICKLE_MEMO; i++) {
+        snprintf(words[i], sizeof words[i], "w%d", i);
+        pickle_str_memo(p, words[i]);
+    }
+    assert_int_equal(p->nmemo, PICKLE_MEMO);
+    assert_int_equal(pickle_end(p), 0);
+    fclose(b.f);
+    /* the last word is a plain string: no BINPUT after it, STOP */
+    assert_memory_equal(b.data + b.len - 9, "X\x03\x00\x00\x00w64.", 9);
+    free(b.data);
 }
 
 static void test_batches(void **state)
@@ -129,17 +169,18 @@ static void test_batches(void **state)
     memcpy(w, "e(Ne.", 5);
     expect(p, &b, want, n);
     free(want);
-    /* a dict closes a batch only after whole pairs: 1001 pairs = 2002 items */
+    /* a dict closes a batch only after whole pairs: 1001 pairs = 2002 items; the key is
+     * "X k BINPUT" the first time (8 bytes), "BINGET 0" after (2), the value "K 7" (2) */
     p = start(&b);
     pickle_dict_begin(p);
     for (int i = 0; i < 1001; i++) pickle_key_int(p, "k", 7);
     pickle_dict_end(p);
     assert_int_equal(pickle_end(p), 0);
     fclose(b.f);
-    size_t pair = 6 + 2, head = 2 + 2;
-    assert_int_equal(b.len, head + 500 * pair + 2 + 500 * pair + 2 + pair + 1 + 1);
-    assert_int_equal(b.data[head + 500 * pair], 'u');
-    assert_int_equal(b.data[head + 500 * pair + 1], '(');
+    size_t first = 8 + 2, pair = 2 + 2, head = 2 + 2, batch1 = first + 499 * pair;
+    assert_int_equal(b.len, head + batch1 + 2 + 500 * pair + 2 + pair + 1 + 1);
+    assert_int_equal(b.data[head + batch1], 'u');
+    assert_int_equal(b.data[head + batch1 + 1], '(');
     free(b.data);
 }
 
@@ -199,8 +240,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scalars), cmocka_unit_test(test_containers),
-        cmocka_unit_test(test_batches), cmocka_unit_test(test_utf8),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_memo),    cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_utf8),    cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
