@@ -2,18 +2,19 @@
 # fuzz/run.sh BUILD_DIR SECONDS — run each libFuzzer target for SECONDS, seeded with the repo's
 # fixtures and traces and with the hostile inputs of fuzz/seeds/ (NUL and random bytes, nesting
 # past cJSON's limit, integers at and past 2^64 - 1, numbers in strings, ...).  Crashing inputs
-# land in BUILD_DIR/artifacts/; copy each one to tests/fixtures/fuzz/ (report_* or trace_*) so
-# tests/cases/tool_errors.sh keeps replaying it.
+# land in BUILD_DIR/artifacts/; copy each one to tests/fixtures/fuzz/ (report_*, trace_* or suppress_*) so
+# tests/cases/tool_errors.sh keeps replaying it (suppress_*: replayed as a --suppress file).
 set -u
 dir=$1 secs=$2
-mkdir -p "$dir/corpus/report" "$dir/corpus/trace" "$dir/artifacts"
+mkdir -p "$dir/corpus/report" "$dir/corpus/trace" "$dir/corpus/suppress" "$dir/artifacts"
+cp fuzz/seeds/suppress/* tests/fixtures/*.supp "$dir/corpus/suppress/" 2>/dev/null
 cp tests/fixtures/report_*.json tests/fixtures/bad/*.json fuzz/seeds/report/* "$dir/corpus/report/" 2>/dev/null
 for f in traces/*.trace traces/*.csv tests/fixtures/traces/* tests/fixtures/bad/*.trace tests/fixtures/bad/*.csv \
     fuzz/seeds/trace/*; do
     [ -f "$f" ] && head -c 4096 "$f" >"$dir/corpus/trace/$(basename "$f")"
 done
 rc=0
-for t in report trace; do
+for t in report trace suppress; do
     echo "== fuzz_$t for ${secs}s"
     "$dir/fuzz_$t" -max_total_time="$secs" -max_len=65536 -artifact_prefix="$dir/artifacts/${t}_" \
         "$dir/corpus/$t" || rc=1

@@ -54,6 +54,13 @@ static const char *word(const char *s, int k, char *buf, size_t cap)
     return buf;
 }
 
+/* 1 when the last operand word ends in "...": one or more operands. */
+static int variadic(const cli_cmd_t *cmd)
+{
+    size_t n = cmd->operands ? strlen(cmd->operands) : 0;
+    return n >= 3 && strcmp(cmd->operands + n - 3, "...") == 0;
+}
+
 /* An option as people type it: "-o" when it has a short name, else "--name". */
 static const char *spelling(const cli_opt_t *o, char *buf, size_t cap)
 {
@@ -214,6 +221,11 @@ int cli_parse(const cli_cmd_t *cmd, int argc, char **argv, cli_args_t *a)
             val = argv[++i];
         }
         if (set_value(cmd, o, v, val) != 0) return TOOLS_BAD;
+        if (o->flags & CLI_REPEAT) {
+            if (v->given == CLI_MAX_REPEAT)
+                return cli_usage_error(cmd, "more than %d --%s", CLI_MAX_REPEAT, o->name);
+            v->all[v->given] = val;
+        }
         v->given++;
     }
     for (int i = 0; i < nopt; i++) {
@@ -230,9 +242,11 @@ int cli_parse(const cli_cmd_t *cmd, int argc, char **argv, cli_args_t *a)
     int want = count_words(cmd->operands);
     if (a->noperands < want) {
         char wd[40];
-        return cli_usage_error(cmd, "missing %s", word(cmd->operands, a->noperands, wd, sizeof wd));
+        word(cmd->operands, a->noperands, wd, sizeof wd);
+        wd[strcspn(wd, ".")] = '\0'; /* "REPORT..." -> "REPORT" */
+        return cli_usage_error(cmd, "missing %s", wd);
     }
-    if (a->noperands > want)
+    if (a->noperands > want && !variadic(cmd))
         return cli_usage_error(cmd, "unexpected argument '%.60s'", a->operand[want]);
     return 0;
 help:
@@ -283,7 +297,8 @@ void cli_synopsis(const cli_cmd_t *cmd, int indent, FILE *f)
                 break;
             }
         }
-        if (!required) snprintf(item + len, sizeof item - len, "]");
+        if (!required) len += (size_t)snprintf(item + len, sizeof item - len, "]");
+        if (cmd->opts[i].flags & CLI_REPEAT) snprintf(item + len, sizeof item - len, "...");
         put_item(f, item, &col, cont);
     }
     fputc('\n', f);
@@ -298,7 +313,7 @@ static int option_left(const cli_opt_t *o, char *buf, size_t cap)
 }
 
 static void option_line(FILE *f, const char *left, int leftw, int col, const char *help,
-                        const char *def)
+                        const char *def, int repeat)
 {
     fputs(left, f);
     if (leftw + 2 > col)
@@ -315,6 +330,7 @@ static void option_line(FILE *f, const char *left, int leftw, int col, const cha
         }
     }
     if (def) fprintf(f, " (default %s)", def);
+    if (repeat) fputs(" (may be given more than once)", f);
     fputc('\n', f);
 }
 
@@ -334,7 +350,7 @@ void cli_help(const cli_cmd_t *cmd, FILE *f)
     for (int i = 0; i <= nopt; i++) {
         const cli_opt_t *o = i < nopt ? &cmd->opts[i] : &help;
         int w = option_left(o, left, sizeof left);
-        option_line(f, left, w, col, o->help, o->def);
+        option_line(f, left, w, col, o->help, o->def, (o->flags & CLI_REPEAT) != 0);
     }
     if (cmd->epilog) fprintf(f, "\n%s\n", cmd->epilog);
 }

@@ -8,8 +8,9 @@
  *
  * An option is --name (also --name=VALUE, and any unambiguous prefix of the name, as getopt_long
  * takes it), or -x when it has a short name (also -xVALUE); "--" ends the options; options and
- * operands may come in any order; the last of a repeated option counts.  -h/--help is every
- * command's.  Bad usage is one line "npupool: CMD: ... (see 'npupool CMD --help')", with a "did
+ * operands may come in any order; the last of a repeated option counts, except for an option
+ * marked CLI_REPEAT, which keeps every value.  An operand word ending in "..." (the last one,
+ * "REPORT...") stands for one or more operands.  -h/--help is every command's.  Bad usage is one line "npupool: CMD: ... (see 'npupool CMD --help')", with a "did
  * you mean" for a misspelt option or choice (base/parse.h: parse_closest), and exit 2.
  */
 #ifndef NPUPOOL_TOOLS_CLI_H
@@ -30,6 +31,7 @@ enum cli_kind {
 #define CLI_REQUIRED 1u /* the command needs it (shown without brackets in the synopsis) */
 #define CLI_POSITIVE 2u /* CLI_UINT / CLI_SIZE: 0 is refused */
 #define CLI_ALT 4u      /* an alternative to the option before it: not both ("[-a A | -b B]") */
+#define CLI_REPEAT 8u   /* may be given several times, every value kept ("[--ignore P]...") */
 
 typedef struct cli_opt {
     const char *name; /* long name, without "--"; NULL ends a table */
@@ -41,8 +43,9 @@ typedef struct cli_opt {
     const char *help; /* what it does; "\n" breaks the line (the default is appended) */
 } cli_opt_t;
 
-#define CLI_MAX_OPTS 16     /* options of one command */
-#define CLI_MAX_OPERANDS 16 /* operands one command line may give */
+#define CLI_MAX_OPTS 16       /* options of one command */
+#define CLI_MAX_OPERANDS 1024 /* operands one command line may give (reports of 1024 ranks) */
+#define CLI_MAX_REPEAT 64     /* values one CLI_REPEAT option keeps */
 
 /* The value of one option after a parse. */
 typedef struct cli_val {
@@ -51,17 +54,19 @@ typedef struct cli_val {
     uint64_t u;       /* CLI_UINT, CLI_SIZE */
     double d;         /* CLI_FRACTION */
     int choice;       /* CLI_CHOICE: index of the word in `arg` */
+    const char *all[CLI_MAX_REPEAT]; /* CLI_REPEAT: every value as typed, in order ([0, given)) */
 } cli_val_t;
 
 typedef struct cli_args {
     cli_val_t v[CLI_MAX_OPTS];             /* by index in the command's option table */
     const char *operand[CLI_MAX_OPERANDS]; /* in command-line order */
-    int noperands;                         /* = the words of the command's `operands` */
+    int noperands; /* = the words of the command's `operands` (at least, with a "WORD...") */
 } cli_args_t;
 
 typedef struct cli_cmd {
     const char *name;      /* as typed: "summary" */
-    const char *operands;  /* "REPORT", "OLD NEW": each word is one required operand */
+    const char *operands;  /* "REPORT", "OLD NEW": each word is one required operand; a last
+                              word "REPORT..." is one or more */
     const char *purpose;   /* one line for the overview */
     const char *about;     /* what it does, for its --help ("\n" breaks lines) */
     const cli_opt_t *opts; /* its options, ended by an entry with name NULL */

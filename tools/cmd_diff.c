@@ -49,26 +49,6 @@ typedef struct entry {
     int side;                  /* 0 from OLD, 1 from NEW (while building) */
 } entry_t;
 
-static char *stack_key(const report_leak_t *l)
-{
-    size_t cap = 32 + l->nframes * 64, n = 0;
-    for (size_t i = 0; i < l->nframes; i++)
-        cap += (l->frames[i].function ? strlen(l->frames[i].function) : 0) +
-               (l->frames[i].module ? strlen(site_basename(l->frames[i].module)) : 0);
-    char *k = malloc(cap);
-    if (k == NULL) return NULL;
-    n += (size_t)snprintf(k + n, cap - n, "%ld", l->device);
-    for (size_t i = 0; i < l->nframes; i++) {
-        const report_frame_t *f = &l->frames[i];
-        if (f->module && f->has_offset)
-            n += (size_t)snprintf(k + n, cap - n, "|%s+%" PRIx64, site_basename(f->module),
-                                  f->offset);
-        else
-            n += (size_t)snprintf(k + n, cap - n, "|%s", f->function ? f->function : "?");
-    }
-    return k;
-}
-
 static int by_key(const void *a, const void *b)
 {
     const entry_t *x = a, *y = b;
@@ -125,7 +105,7 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     if (e == NULL) goto oom;
     for (size_t i = 0; i < n; i++) {
         const report_leak_t *l = i < ro.nleaks ? &ro.leaks[i] : &rn.leaks[i - ro.nleaks];
-        e[i].key = stack_key(l);
+        e[i].key = site_stack_key(l, SITE_KEY_DEVICE);
         if (e[i].key == NULL) goto oom;
         e[i].leak = l;
         e[i].side = i >= ro.nleaks;

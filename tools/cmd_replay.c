@@ -33,23 +33,12 @@ enum {
 static const replay_allocator_t *const allocators[] = {&replay_pool_allocator,
                                                        &replay_firstfit_allocator};
 static const cli_opt_t replay_opts[] = {
-    [OPT_POOL_BYTES] = {"pool-bytes", 0, CLI_SIZE, "N", NULL, CLI_POSITIVE,
-                        "pool size per device (suffixes K, M, G, T; e.g. 12G)"},
-    [OPT_RATIO] = {"ratio", 0, CLI_FRACTION, "R", "0.8", CLI_ALT,
-                   "pool = R x --device-bytes, as NPUPOOL_RATIO"},
-    [OPT_DEVICE_BYTES] = {"device-bytes", 0, CLI_SIZE, "N", "64G", CLI_POSITIVE,
-                          "device memory for --ratio"},
-    [OPT_FALLBACK] = {"fallback", 0, CLI_CHOICE, "0|1", "1", 0,
-                      "1: a request the pool cannot serve goes outside it;\n"
-                      "0: it is refused, as with NPUPOOL_FALLBACK=0"},
+    REPLAY_POOL_OPTS(OPT_POOL_BYTES, OPT_RATIO, OPT_DEVICE_BYTES, OPT_FALLBACK, OPT_ROUNDING),
     [OPT_MIN_POOL] = {"min-pool", 0, CLI_FLAG, NULL, NULL, 0,
                       "also find the smallest pool that runs the whole trace with no\n"
                       "refusal (bisection; assumes a larger pool never does worse)"},
     [OPT_RESOLUTION] = {"resolution", 0, CLI_SIZE, "N", "64", CLI_POSITIVE,
                         "precision of --min-pool in bytes"},
-    [OPT_ROUNDING] = {"rounding", 0, CLI_CHOICE, "acl|align32|none", "acl", 0,
-                      "bytes that belong to a block: acl = ALIGN_UP(size,32)+32 (aclrtMalloc),\n"
-                      "align32 = ALIGN_UP(size,32) (aclrtMallocAlign32), none"},
     [OPT_ALLOCATOR] = {"allocator", 0, CLI_CHOICE, "pool|firstfit", "pool", 0,
                        "the allocator to replay against; firstfit: the seed's first-fit\n"
                        "free list, the baseline of the benchmarks"},
@@ -112,10 +101,8 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     const int fail_on_refusal = a->v[OPT_FAIL_ON_REFUSAL].given;
     const int rounding = a->v[OPT_ROUNDING].choice;
     const replay_allocator_t *alloc = allocators[a->v[OPT_ALLOCATOR].choice];
-    uint64_t pool_bytes = a->v[OPT_POOL_BYTES].u;
-    if (!a->v[OPT_POOL_BYTES].given)
-        pool_bytes =
-            (uint64_t)((double)a->v[OPT_DEVICE_BYTES].u * a->v[OPT_RATIO].d) & ~(uint64_t)63;
+    const uint64_t pool_bytes =
+        replay_pool_bytes(&a->v[OPT_POOL_BYTES], &a->v[OPT_RATIO], &a->v[OPT_DEVICE_BYTES]);
 
     trace_t t;
     int rc = trace_read_file(a->operand[0], &t);

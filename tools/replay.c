@@ -119,6 +119,7 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
         if (a == NULL) continue; /* another device (only_device) */
         replay_dev_t *d = &r->dev[di];
         uint64_t granted = replay_granted(ev->size, o->rounding);
+        int refused_now = 0, served_fail = 0; /* for the observer */
         if (ev->action == TRACE_ALLOC) {
             uintptr_t addr;
             d->allocs++;
@@ -132,6 +133,7 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
             } else {
                 if (d->refused == 0) d->first_refusal = e;
                 d->refused++;
+                refused_now = 1;
                 d->refused_bytes = tools_add_sat(d->refused_bytes, ev->size);
                 sample(A, a, d, e);
                 if (o->stop_on_refusal) {
@@ -174,7 +176,24 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
             if (A->alloc(a, (size_t)ev->size, (size_t)granted, &addr) == 0) {
                 d->failures_served++;
                 A->free(a, addr);
+                served_fail = 1;
             }
+        }
+        if (o->observe) {
+            replay_point_t pt = {
+                .event = e,
+                .device = di,
+                .action = ev->action,
+                .refused = refused_now,
+                .failure_served = served_fail,
+                .size = ev->size,
+                .allocated = narrow(live_granted[di]),
+                .reserved = tools_add_sat(o->pool_bytes, narrow(live_fb[di])),
+                .requested = narrow(live_req[di]),
+            };
+            uint64_t in_use;
+            A->stats(a, &in_use, &pt.free_bytes, &pt.largest_free);
+            o->observe(o->observe_ctx, &pt);
         }
         if (o->check_every_op && A->check && A->check(a) != 0) r->violations++;
         if (e >= next_sample) {
@@ -266,4 +285,11 @@ uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, u
             lo = mid;
     }
     return hi;
+}
+
+uint64_t replay_pool_bytes(const cli_val_t *pool_bytes, const cli_val_t *ratio,
+                           const cli_val_t *device_bytes)
+{
+    if (pool_bytes->given) return pool_bytes->u;
+    return (uint64_t)((double)device_bytes->u * ratio->d) & ~(uint64_t)63;
 }

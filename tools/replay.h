@@ -10,6 +10,7 @@
 #ifndef NPUPOOL_TOOLS_REPLAY_H
 #define NPUPOOL_TOOLS_REPLAY_H
 
+#include "cli.h"
 #include "trace_read.h"
 
 #include <stddef.h>
@@ -37,6 +38,21 @@ enum replay_rounding {
     REPLAY_ROUND_NONE = 2,    /* the requested size as is */
 };
 
+/* The state after one replayed event, for an observer (replay_opts_t.observe). */
+typedef struct replay_point {
+    size_t event;          /* index of the event in the trace */
+    int device;            /* its device index */
+    int action;            /* enum trace_action */
+    int refused;           /* TRACE_ALLOC: the allocator refused it */
+    int failure_served;    /* TRACE_FAIL: this allocator could have served it */
+    uint64_t size;         /* requested bytes of the event */
+    uint64_t allocated;    /* bytes: live granted bytes in the allocator */
+    uint64_t reserved;     /* bytes: the pool + live fallback (granted) bytes */
+    uint64_t requested;    /* bytes: live requested bytes, pool and fallback */
+    uint64_t free_bytes;   /* bytes free in the pool */
+    uint64_t largest_free; /* bytes: the largest free block */
+} replay_point_t;
+
 typedef struct replay_opts {
     const replay_allocator_t *alloc; /* allocator under test */
     uint64_t pool_bytes;             /* size of each device's pool */
@@ -46,6 +62,10 @@ typedef struct replay_opts {
     int stop_on_refusal;             /* stop at the first refusal (min-pool probing) */
     int check_every_op;              /* call alloc->check after every event (tests) */
     uint64_t stats_stride;           /* sample fragmentation every N events (0 = auto) */
+    /* Called after every event of a replayed device with the allocator's figures then (NULL:
+     * never); costs one stats call per event. */
+    void (*observe)(void *ctx, const replay_point_t *pt);
+    void *observe_ctx; /* its first argument */
 } replay_opts_t;
 
 typedef struct replay_dev {
@@ -94,5 +114,47 @@ uint64_t replay_live_peak(const trace_t *t, int device, int rounding, uint64_t a
  * Returns 0 when no pool up to 2^50 bytes works.  *probes receives the replays run. */
 uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, uint64_t resolution,
                          int *probes);
+
+/* The options that choose the pool a trace is replayed through, shared by the commands that
+ * replay (replay, export): their cli.h table entries at the given indexes, in this order.  The
+ * words of ROUNDING are enum replay_rounding in order; FALLBACK's are 0 and 1. */
+#define REPLAY_POOL_OPTS(POOL_BYTES, RATIO, DEVICE_BYTES, FALLBACK, ROUNDING)                 \
+    [POOL_BYTES] = {"pool-bytes",                                                             \
+                    0,                                                                        \
+                    CLI_SIZE,                                                                 \
+                    "N",                                                                      \
+                    NULL,                                                                     \
+                    CLI_POSITIVE,                                                             \
+                    "pool size per device (suffixes K, M, G, T; e.g. 12G)"},                  \
+    [RATIO] = {"ratio",                                                                       \
+               0,                                                                             \
+               CLI_FRACTION,                                                                  \
+               "R",                                                                           \
+               "0.8",                                                                         \
+               CLI_ALT,                                                                       \
+               "pool = R x --device-bytes, as NPUPOOL_RATIO"},                                \
+    [DEVICE_BYTES] =                                                                          \
+        {"device-bytes", 0, CLI_SIZE, "N", "64G", CLI_POSITIVE, "device memory for --ratio"}, \
+    [FALLBACK] = {"fallback",                                                                 \
+                  0,                                                                          \
+                  CLI_CHOICE,                                                                 \
+                  "0|1",                                                                      \
+                  "1",                                                                        \
+                  0,                                                                          \
+                  "1: a request the pool cannot serve goes outside it;\n"                     \
+                  "0: it is refused, as with NPUPOOL_FALLBACK=0"},                            \
+    [ROUNDING] = {"rounding",                                                                 \
+                  0,                                                                          \
+                  CLI_CHOICE,                                                                 \
+                  "acl|align32|none",                                                         \
+                  "acl",                                                                      \
+                  0,                                                                          \
+                  "bytes that belong to a block: acl = ALIGN_UP(size,32)+32 (aclrtMalloc),\n" \
+                  "align32 = ALIGN_UP(size,32) (aclrtMallocAlign32), none"}
+
+/* The pool size those options give: --pool-bytes, else --ratio x --device-bytes (64-byte
+ * multiple). */
+uint64_t replay_pool_bytes(const cli_val_t *pool_bytes, const cli_val_t *ratio,
+                           const cli_val_t *device_bytes);
 
 #endif /* NPUPOOL_TOOLS_REPLAY_H */

@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *site_basename(const char *path)
@@ -69,4 +70,43 @@ const char *site_frame_label(const report_frame_t *f, char *buf, size_t cap)
         n += (size_t)snprintf(buf + n, cap - n, " (%s+0x%" PRIx64 ")", site_basename(f->module),
                               f->offset);
     return buf;
+}
+
+/* One frame of a key: "|name+off" or "|function". */
+static size_t frame_key(const report_frame_t *f, unsigned flags, char *k, size_t cap)
+{
+    int n;
+    if (f->module && f->has_offset && (flags & SITE_KEY_BUILD_ID) && f->build_id)
+        n = snprintf(k, cap, "|%s+%" PRIx64, f->build_id, f->offset);
+    else if (f->module && f->has_offset)
+        n = snprintf(k, cap, "|%s+%" PRIx64, site_basename(f->module), f->offset);
+    else
+        n = snprintf(k, cap, "|%s", f->function ? f->function : "?");
+    return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+char *site_stack_key(const report_leak_t *l, unsigned flags)
+{
+    size_t cap = 32 + l->nframes * 64, n = 0;
+    for (size_t i = 0; i < l->nframes; i++) {
+        const report_frame_t *f = &l->frames[i];
+        cap += (f->function ? strlen(f->function) : 0) +
+               (f->module ? strlen(site_basename(f->module)) : 0) +
+               (f->build_id ? strlen(f->build_id) : 0);
+    }
+    char *k = malloc(cap);
+    if (k == NULL) return NULL;
+    k[0] = '\0';
+    if (flags & SITE_KEY_DEVICE) n += (size_t)snprintf(k, cap, "%ld", l->device);
+    for (size_t i = 0; i < l->nframes; i++) n += frame_key(&l->frames[i], flags, k + n, cap - n);
+    return k;
+}
+
+void site_frame_key(const report_leak_t *l, unsigned flags, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (l->nframes == 0)
+        snprintf(buf, cap, "?");
+    else
+        frame_key(&l->frames[0], flags, buf, cap);
 }

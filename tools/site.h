@@ -16,6 +16,17 @@ const char *site_label(const report_leak_t *l, char *buf, size_t cap);
 const char *site_stack_label(const report_leak_t *l, char *buf, size_t cap);
 /* One frame as "func at file:line (module+0xoff)" with whatever is known. */
 const char *site_frame_label(const report_frame_t *f, char *buf, size_t cap);
+#define SITE_KEY_DEVICE 1u   /* the stack's device id is part of its key */
+#define SITE_KEY_BUILD_ID 2u /* a frame with a build id is named by it, not by its module's name */
+
+/* The match key of a stack across reports, malloc'd (NULL when out of memory): its frames as
+ * module basename (or build id, with SITE_KEY_BUILD_ID) + offset, or the function name when a
+ * frame has no module offset; with SITE_KEY_DEVICE the device first.  Stack ids are only
+ * meaningful inside one process; module offsets hold across snapshots, runs and ranks of one
+ * binary, whatever the load addresses. */
+char *site_stack_key(const report_leak_t *l, unsigned flags);
+/* The match key of a site (the innermost frame, as site_stack_key names frames) into buf. */
+void site_frame_key(const report_leak_t *l, unsigned flags, char *buf, size_t cap);
 /* Basename of a module path ("" for NULL). */
 const char *site_basename(const char *path);
 

@@ -1,5 +1,6 @@
 # tools/tools.mk — the command-line tool $(BUILD)/npupool, the trace generator, their unit tests,
-# and `make fuzz` (libFuzzer targets for the report and trace readers; not part of `make test`).
+# and `make fuzz` (libFuzzer targets for the report and trace readers and the suppressions
+# parser; not part of `make test`).
 #
 #   $(BUILD)/npupool                 the CLI (links the pool archive: replay runs the shim's own pool)
 #   $(BUILD)/traces/gen              trace generator (traces/gen.c); `make traces` rewrites traces/*
@@ -11,10 +12,12 @@
 
 TOOLS_INC      := $(POOL_INC) -Itools
 TOOLS_LIB_SRCS := tools/tools.c tools/cli.c tools/input.c tools/jsonscan.c tools/report_read.c \
+                  tools/triage.c tools/pickle.c tools/export_viz.c tools/export_perfetto.c \
                   tools/site.c tools/trace_read.c tools/replay.c tools/replay_firstfit.c \
                   tools/firstfit.c tools/symfile.c
 TOOLS_CMD_SRCS := tools/main.c tools/commands.c tools/cmd_summary.c tools/cmd_leaks.c tools/cmd_diff.c \
-                  tools/cmd_flame.c tools/cmd_map.c tools/cmd_symbolize.c tools/cmd_replay.c
+                  tools/cmd_flame.c tools/cmd_map.c tools/cmd_symbolize.c tools/cmd_replay.c \
+                  tools/cmd_export.c
 TOOLS_LIB_OBJS := $(TOOLS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_CMD_OBJS := $(TOOLS_CMD_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_LDLIBS   := -lcjson -ldw -lelf -lm
@@ -47,7 +50,7 @@ traces: $(TRACE_GEN)
 # Unit tests.  test_tool_cli links every command too (it checks their tables and help texts).
 # test_tool_trace links the trace recorder (report/trace.c, the writer of the format) to check the
 # reader against it: that one test also sees report/ and ledger/ headers.
-TOOLS_TEST_NAMES := test_tool_trace test_tool_replay test_tool_report test_tool_cli
+TOOLS_TEST_NAMES := test_tool_trace test_tool_replay test_tool_report test_tool_cli test_tool_pickle
 TOOLS_TEST_BINS  := $(TOOLS_TEST_NAMES:%=$(BUILD)/tests/unit/%)
 $(TOOLS_TEST_NAMES:%=$(BUILD)/obj/tests/unit/%.o): INC := $(TOOLS_INC)
 $(BUILD)/obj/tests/unit/test_tool_trace.o: INC := $(TOOLS_INC) -Ireport
@@ -61,8 +64,9 @@ $(BUILD)/tests/unit/test_tool_cli: $(BUILD)/obj/tests/unit/test_tool_cli.o \
                                    $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(TOOLS_LDLIBS)
-$(BUILD)/tests/unit/test_tool_replay $(BUILD)/tests/unit/test_tool_report: $(BUILD)/tests/unit/%: \
-                                     $(BUILD)/obj/tests/unit/%.o $(TOOLS_LIB_OBJS) $(POOL_LIB)
+TOOLS_PLAIN_TESTS := $(BUILD)/tests/unit/test_tool_replay $(BUILD)/tests/unit/test_tool_report \
+                     $(BUILD)/tests/unit/test_tool_pickle
+$(TOOLS_PLAIN_TESTS): $(BUILD)/tests/unit/%: $(BUILD)/obj/tests/unit/%.o $(TOOLS_LIB_OBJS) $(POOL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka $(TOOLS_LDLIBS)
 UNIT_TESTS += $(TOOLS_TEST_BINS)
@@ -76,7 +80,7 @@ FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -DNPUPOOL_DEBUG=2 $(TOOLS_INC) \
                 -fsanitize=fuzzer,address,undefined
 FUZZ_COMMON  := tools/tools.c tools/input.c tools/jsonscan.c tools/report_read.c tools/trace_read.c \
                 tools/site.c $(BASE_SRCS)
-FUZZ_TARGETS := $(FUZZ_DIR)/fuzz_report $(FUZZ_DIR)/fuzz_trace
+FUZZ_TARGETS := $(FUZZ_DIR)/fuzz_report $(FUZZ_DIR)/fuzz_trace $(FUZZ_DIR)/fuzz_suppress
 
 $(FUZZ_DIR)/%: fuzz/%.c $(FUZZ_COMMON) $(wildcard tools/*.h base/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -17,6 +17,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,6 +109,8 @@ typedef struct parser {
     int header_seen;  /* the column line (npupool) or the RMM header was read */
     char *carry;      /* the start of a line split between pieces (TRACE_LINE_MAX bytes) */
     size_t ncarry;    /* bytes in carry */
+    unsigned keep;    /* TRACE_KEEP_* */
+    uint64_t time;    /* the current line's time (ns), for TRACE_KEEP_TIME */
 } parser_t;
 
 static int perr(parser_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -190,8 +193,14 @@ static int push(parser_t *p, uint8_t action, uint32_t dev, uint32_t slot, uint64
         trace_event_t *ne = realloc(t->ev, ncap * sizeof *ne);
         if (ne == NULL) return perr(p, "out of memory (%zu events)", t->nev);
         t->ev = ne;
+        if (p->keep & TRACE_KEEP_TIME) {
+            uint64_t *nt = realloc(t->time_ns, ncap * sizeof *nt);
+            if (nt == NULL) return perr(p, "out of memory (%zu events)", t->nev);
+            t->time_ns = nt;
+        }
         t->cap = ncap;
     }
+    if (t->time_ns) t->time_ns[t->nev] = p->time;
     trace_event_t *ev = &t->ev[t->nev++];
     ev->size = size;
     ev->slot = slot;
@@ -219,6 +228,16 @@ static int on_alloc(parser_t *p, uint64_t ptr, uint64_t size, uint32_t dev)
     le->size = size;
     le->line = p->line;
     p->live.n++;
+    if (p->keep & TRACE_KEEP_ADDR) {
+        if (t->nallocs == t->addr_cap) {
+            size_t ncap = t->addr_cap ? t->addr_cap * 2 : 4096;
+            uint64_t *na = realloc(t->addr, ncap * sizeof *na);
+            if (na == NULL) return perr(p, "out of memory (%u allocations)", t->nallocs);
+            t->addr = na;
+            t->addr_cap = ncap;
+        }
+        t->addr[t->nallocs] = ptr;
+    }
     return push(p, TRACE_ALLOC, dev, t->nallocs++, size);
 }
 
@@ -268,6 +287,7 @@ static int parse_npupool_line(parser_t *p, const char *s, const char *e)
     if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad thread id (field 1)");
     if (scan_dec(fs[1], fe[1], &tm) != 0)
         return perr(p, "bad time (field 2): expected nanoseconds");
+    p->time = tm;
     if (scan_hex(fs[3], fe[3], &ptr) != 0)
         return perr(p, "bad pointer (field 4): expected hex like 0x7f0010000000");
     const char *ds = fs[5];
@@ -288,6 +308,23 @@ static int parse_npupool_line(parser_t *p, const char *s, const char *e)
     return perr(p, "bad action (field 3): expected alloc or free");
 }
 
+/* RMM's Time "HH:MM:SS.ffffff" as ns since midnight into p->time; unreadable: p->time stays. */
+static void rmm_time(parser_t *p, const char *s, const char *e)
+{
+    uint64_t part[3] = {0}, frac = 0, scale = 1000000000;
+    for (int k = 0; k < 3; k++) {
+        const char *d = s;
+        while (s < e && *s >= '0' && *s <= '9' && s - d < 9)
+            part[k] = part[k] * 10 + (uint64_t)(*s++ - '0');
+        if (s == d || (k < 2 && (s == e || *s++ != ':'))) return;
+    }
+    if (s < e && *s == '.')
+        for (s++; s < e && *s >= '0' && *s <= '9' && scale > 1; s++)
+            scale /= 10, frac += (uint64_t)(*s - '0') * scale;
+    if (s != e || part[1] > 59 || part[2] > 60) return;
+    p->time = ((part[0] * 60 + part[1]) * 60 + part[2]) * 1000000000 + frac;
+}
+
 static int parse_rmm_line(parser_t *p, const char *s, const char *e)
 {
     const char *fs[6], *fe[6];
@@ -296,6 +333,7 @@ static int parse_rmm_line(parser_t *p, const char *s, const char *e)
     uint64_t tid, ptr = 0, size;
     if (scan_dec(fs[0], fe[0], &tid) != 0) return perr(p, "bad Thread (field 1)");
     if (fs[1] == fe[1]) return perr(p, "empty Time (field 2)");
+    if (p->keep & TRACE_KEEP_TIME) rmm_time(p, fs[1], fe[1]);
     if (scan_dec(fs[4], fe[4], &size) != 0) return perr(p, "bad Size (field 5)");
     int has_ptr = scan_hex(fs[3], fe[3], &ptr) == 0;
     if (field_is(fs[2], fe[2], "allocate")) {
@@ -319,6 +357,19 @@ static void trim(const char **s, const char **e)
     while (*s < *e && (**s == ' ' || **s == '\t')) (*s)++;
 }
 
+/* The header's key=value words that the reader uses (pid=); others are ignored. */
+static void header_words(trace_t *t, const char *s, const char *e)
+{
+    while (s < e) {
+        while (s < e && *s == ' ') s++;
+        const char *w = s;
+        while (s < e && *s != ' ') s++;
+        uint64_t v;
+        if (s - w > 4 && memcmp(w, "pid=", 4) == 0 && scan_dec(w + 4, s, &v) == 0 && v <= LONG_MAX)
+            t->pid = (long)v;
+    }
+}
+
 /* The first line: which format, or an error. */
 static int first_line(parser_t *p, const char *ls, const char *le)
 {
@@ -332,6 +383,7 @@ static int first_line(parser_t *p, const char *ls, const char *le)
             return perr(p, "trace format '%.*s' not supported (this npupool reads %s)",
                         (int)(n - 2 > 40 ? 40 : n - 2), ls + 2, WIRE_TRACE_FORMAT);
         t->format = TRACE_FMT_NPUPOOL;
+        header_words(t, ls + hn, le);
         return TOOLS_OK;
     }
     if (field_is(ls, le, TRACE_RMM_COLUMNS)) {
@@ -422,7 +474,7 @@ static int finish(parser_t *p)
     return TOOLS_OK;
 }
 
-static void parser_init(parser_t *p, const char *name, trace_t *t, int quiet)
+static void parser_init(parser_t *p, const char *name, trace_t *t, int quiet, unsigned keep)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->path, sizeof t->path, "%s", name);
@@ -430,6 +482,7 @@ static void parser_init(parser_t *p, const char *name, trace_t *t, int quiet)
     p->name = name;
     p->quiet = quiet;
     p->t = t;
+    p->keep = keep;
 }
 
 /* Free the parser; on failure, empty the trace too. */
@@ -439,7 +492,7 @@ static int parser_end(parser_t *p, int rc)
     free(p->carry);
     if (rc != TOOLS_OK) {
         trace_t *t = p->t;
-        free(t->ev);
+        trace_read_release(t);
         memset(t, 0, sizeof *t);
         snprintf(t->path, sizeof t->path, "%s", p->name);
         return TOOLS_BAD;
@@ -449,17 +502,25 @@ static int parser_end(parser_t *p, int rc)
 
 int trace_read_buffer(const char *name, const char *buf, size_t len, trace_t *t, int quiet)
 {
+    return trace_read_buffer_keep(name, buf, len, 0, t, quiet);
+}
+
+int trace_read_buffer_keep(const char *name, const char *buf, size_t len, unsigned keep, trace_t *t,
+                           int quiet)
+{
     parser_t p;
-    parser_init(&p, name, t, quiet);
+    parser_init(&p, name, t, quiet, keep);
     int rc = len ? feed(&p, buf, len) : TOOLS_OK;
     if (rc == TOOLS_OK) rc = finish(&p);
     return parser_end(&p, rc);
 }
 
-int trace_read_file(const char *path, trace_t *t)
+int trace_read_file(const char *path, trace_t *t) { return trace_read_file_keep(path, 0, t); }
+
+int trace_read_file_keep(const char *path, unsigned keep, trace_t *t)
 {
     parser_t p;
-    parser_init(&p, path, t, 0);
+    parser_init(&p, path, t, 0, keep);
     int rc = input_stream(path, feed, &p);
     if (rc == TOOLS_OK) rc = finish(&p);
     return parser_end(&p, rc);
@@ -468,6 +529,10 @@ int trace_read_file(const char *path, trace_t *t)
 void trace_read_release(trace_t *t)
 {
     free(t->ev);
+    free(t->time_ns);
+    free(t->addr);
     t->ev = NULL;
-    t->nev = t->cap = 0;
+    t->time_ns = NULL;
+    t->addr = NULL;
+    t->nev = t->cap = t->addr_cap = 0;
 }

@@ -10,6 +10,9 @@
  * (input.h); the first line that is not a header, a comment or an event stops it.
  * Pointers are resolved while reading: each allocation gets a dense slot number and its free
  * carries the same slot, so a replay needs no pointer lookup and no sizes on free lines.
+ * On request (TRACE_KEEP_*) the reader also keeps each event's time and each allocation's
+ * recorded pointer, for the exports (`npupool export`); `replay` keeps neither (16 bytes an
+ * event).
  * Invariants of a loaded trace: every TRACE_FREE event's slot was TRACE_ALLOC'ed earlier and is freed
  * once; slot numbers are 0..nallocs-1 in allocation order; device < ndevices.
  */
@@ -28,6 +31,8 @@ enum trace_action {
 enum trace_format { TRACE_FMT_NPUPOOL = 1, TRACE_FMT_RMM = 2 };
 
 #define TRACE_MAX_DEVICES 64 /* distinct device ids one trace may use */
+#define TRACE_KEEP_TIME 1u   /* keep trace_t.time_ns */
+#define TRACE_KEEP_ADDR 2u   /* keep trace_t.addr */
 /* The header line of RMM's logging_resource_adaptor CSV (traces/gen.c writes it too). */
 #define TRACE_RMM_COLUMNS "Thread,Time,Action,Pointer,Size,Stream"
 
@@ -53,6 +58,12 @@ typedef struct trace {
     uint64_t lines;                     /* lines read */
     int ndevices;                       /* distinct devices */
     long device_ids[TRACE_MAX_DEVICES]; /* device id of each index */
+    long pid;                           /* the header's pid=, 0 when absent (RMM logs) */
+    uint64_t *time_ns; /* TRACE_KEEP_TIME: each event's time in ns (npupool: CLOCK_MONOTONIC;
+                           RMM: since midnight, from Time; an unreadable Time repeats the one
+                           before), else NULL */
+    uint64_t *addr;    /* TRACE_KEEP_ADDR: each allocation's recorded pointer, by slot */
+    size_t addr_cap;   /* allocated entries of addr */
 } trace_t;
 
 /* Read a whole file ("-" = stdin).  Returns 0, or 2 after printing one "npupool: FILE:LINE: ..."
@@ -62,6 +73,11 @@ int trace_read_file(const char *path, trace_t *t);
 /* The same from a buffer (`name` for messages).  Used by trace_read_file and the fuzz target.
  * `quiet` suppresses the message (the fuzzer).  Returns 0 or 2. */
 int trace_read_buffer(const char *name, const char *buf, size_t len, trace_t *t, int quiet);
+
+/* The same, keeping what `keep` (TRACE_KEEP_TIME | TRACE_KEEP_ADDR) asks for. */
+int trace_read_file_keep(const char *path, unsigned keep, trace_t *t);
+int trace_read_buffer_keep(const char *name, const char *buf, size_t len, unsigned keep, trace_t *t,
+                           int quiet);
 
 void trace_read_release(trace_t *t);
 

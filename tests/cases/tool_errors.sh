@@ -2,8 +2,9 @@
 # Bad usage and bad input: exit 2 and one clear message naming the file and the line or JSON
 # path, never a crash.  Hostile input (/dev/zero, /dev/urandom, endless valid-looking text) exits
 # 2 within 2 s in bounded memory (issue 8, item 8).  Also replays the fuzzers' regression inputs
-# (tests/fixtures/fuzz/).
+# (tests/fixtures/fuzz/) and the suppressions seeds.
 . "$ROOT/tests/lib.sh"
+unset NPUPOOL_SUPPRESS # `leaks` would read it
 NP="$ROOT/$BUILD/npupool"
 [ -x "$NP" ] || fail "$NP not built"
 cd "$ROOT"
@@ -80,6 +81,10 @@ for src in /dev/zero /dev/urandom; do
     hostile summary - <$src
     hostile replay - <$src
 done
+hostile leaks tests/fixtures/report_basic.json --suppress /dev/zero
+hostile leaks tests/fixtures/report_basic.json --suppress /dev/urandom
+yes '# comment' | hostile leaks tests/fixtures/report_basic.json --suppress /dev/stdin
+grep -q 'larger than 1048576 bytes: not a suppressions file' "$TMPDIR_CASE/err" || fail "suppressions bound"
 yes '{' | hostile summary -
 yes '{"a":1}' | hostile summary -
 yes '[' | hostile leaks -
@@ -90,7 +95,7 @@ head -c 100000 /dev/zero | tr '\0' ' ' >"$TMPDIR_CASE/blank.json"
 NPUPOOL_INPUT_MAX=64K expect2 "blank.json: larger than 64.0 KiB, the input limit" summary "$TMPDIR_CASE/blank.json"
 NPUPOOL_INPUT_MAX=64K expect2 "blank.json: larger than 64.0 KiB, the input limit" replay "$TMPDIR_CASE/blank.json"
 # every help text works and exits 0
-for c in summary leaks diff flame map symbolize replay; do
+for c in summary leaks diff flame map symbolize replay export; do
     "$NP" "$c" --help | grep -q "^usage: npupool $c" || fail "$c --help"
     "$NP" help "$c" | grep -q "^usage: npupool $c" || fail "help $c"
 done
@@ -100,5 +105,10 @@ for f in tests/fixtures/fuzz/* fuzz/seeds/report/* fuzz/seeds/trace/*; do
     case "$f" in *.trace|*.csv|*trace*) args=(replay "$f" --pool-bytes 1G --no-timing);; *) args=(summary "$f");; esac
     rc=0; "$NP" "${args[@]}" >/dev/null 2>&1 || rc=$?
     [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || fail "npupool ${args[*]}: exit $rc"
+done
+for f in tests/fixtures/fuzz/suppress_* fuzz/seeds/suppress/*; do
+    [ -f "$f" ] || continue
+    rc=0; "$NP" leaks tests/fixtures/report_basic.json --suppress "$f" >/dev/null 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ] || fail "npupool leaks --suppress $f: exit $rc"
 done
 exit 0

@@ -1,11 +1,14 @@
 # variants: plain asan
 # Golden outputs of every subcommand of `npupool` on the hand-made reports in tests/fixtures/
-# and on the shipped traces.  UPDATE_GOLDEN=1 rewrites tests/golden/ (review the diff!).
+# (the ranks of a job in tests/fixtures/ranks/) and on the shipped traces.  (`export` writes
+# files for other viewers: tests/cases/tool_export.sh reads them back.)  UPDATE_GOLDEN=1 rewrites tests/golden/ (review the diff!).
 . "$ROOT/tests/lib.sh"
 NP="$ROOT/$BUILD/npupool"
 [ -x "$NP" ] || fail "$NP not built"
 cd "$ROOT"
 F=tests/fixtures
+R=tests/fixtures/ranks
+unset NPUPOOL_SUPPRESS
 check() { # NAME ARGS...: run npupool ARGS, compare stdout with tests/golden/NAME
     local name=$1; shift
     local out="$TMPDIR_CASE/$name" rc=0
@@ -20,6 +23,10 @@ check summary_oom.txt summary $F/report_oom.json
 check summary_two_devices.txt summary $F/report_two_devices.json --top 3
 check leaks_basic.txt leaks $F/report_basic.json
 check leaks_filtered.txt leaks $F/report_two_devices.json --top 2 --min-bytes 100K --device 0
+check leaks_since.txt leaks $R/r1_later.json --since $R/r1_early.json
+check leaks_suppress.txt leaks $R/r0.json --suppress $F/weights.supp --ignore 'slow_*'
+check leaks_ranks.txt leaks $R/r0.json $R/r1.json $R/r2.json $R/r3.json
+check summary_ranks.txt summary $R/r0.json $R/r1_early.json $R/r1.json $R/r2.json $R/r3.json --top 3
 check diff_slow_leak.txt diff $F/report_old.json $F/report_new.json --stacks
 check diff_reverse.txt diff $F/report_new.json $F/report_old.json
 check flame_basic.txt flame $F/report_basic.json

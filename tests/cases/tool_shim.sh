@@ -5,6 +5,7 @@
 # planted sites with exact counts and bytes; `symbolize` of a report written without symbols
 # recovers the function names.  Skips (77) while the shim does not write traces/reports yet.
 . "$ROOT/tests/lib.sh"
+unset NPUPOOL_SUPPRESS # `leaks` would read it
 NP="$ROOT/$BUILD/npupool"
 [ -f "$SHIM" ] && [ -f "$BUILD/fakeacl/libascendcl.so" ] || skip "shim or fake runtime not built"
 cd "$ROOT"

@@ -4,6 +4,7 @@
 # executable linked without -rdynamic gets its name and file:line back; a wrong build id or a
 # missing module leaves the frame alone and is counted; --path-map finds a moved binary.
 . "$ROOT/tests/lib.sh"
+unset NPUPOOL_SUPPRESS # `leaks` would read it
 NP="$ROOT/$BUILD/npupool"
 cd "$ROOT"
 command -v readelf >/dev/null && command -v nm >/dev/null || skip "binutils not installed"

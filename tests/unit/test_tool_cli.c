@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
@@ -180,26 +182,36 @@ static void test_every_option_parses(void **state)
     }
 }
 
-/* Run cli_main on argv; return its exit code, *err = what it wrote to stderr (static). */
+/* Run cli_main on argv in a child process, as `npupool` runs (one command a process: the message
+ * sink's rate limit starts afresh); return its exit code, *err = what it wrote to stderr
+ * (static). */
 static int run_main(const char **argv, int argc, const char **err)
 {
     static char buf[4096];
     char path[] = "/tmp/npupool-cli-test-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
+    fflush(stdout);
     fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
-    int rc = cli_main(commands_all, commands_count, argc, (char **)argv);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fd, 2);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 1);
+        int rc = cli_main(commands_all, commands_count, argc, (char **)argv);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     buf[n > 0 ? n : 0] = '\0';
     close(fd);
     unlink(path);
     *err = buf;
-    return rc;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 #define EXPECT_USAGE(msg, ...)                                                                \
@@ -233,7 +245,14 @@ static void test_bad_usage(void **state)
     EXPECT_USAGE("give -o or --in-place, not both", "symbolize", "r", "-o", "x", "--in-place");
     EXPECT_USAGE("missing -o FILE", "map", "r.json");
     EXPECT_USAGE("missing NEW", "diff", "old.json");
-    EXPECT_USAGE("unexpected argument 'b.json'", "summary", "a.json", "b.json");
+    EXPECT_USAGE("unexpected argument 'b.json'", "flame", "a.json", "b.json");
+    EXPECT_USAGE("leaks: missing REPORT", "leaks", "--ignore", "x");
+    EXPECT_USAGE("leaks: --ignore: bad pattern 'a[': '[' without its ']'", "leaks", "r.json",
+                 "--ignore", "a[");
+    EXPECT_USAGE("leaks: --ignore: '# x' is not a pattern", "leaks", "r.json", "--ignore", "# x");
+    EXPECT_USAGE("leaks: --since compares one REPORT with its baseline, not 2", "leaks", "a.json",
+                 "b.json", "--since", "c.json");
+    EXPECT_USAGE("export: give --memory-viz FILE or --perfetto FILE", "export", "t.trace");
     EXPECT_USAGE("option '--stacks' takes no value", "diff", "a", "b", "--stacks=1");
     /* "--" ends the options; "-" is an operand (stdin); -oVALUE and --name=VALUE */
     cli_args_t a;
@@ -245,6 +264,34 @@ static void test_bad_usage(void **state)
     assert_string_equal(a.operand[0], "-");
     assert_string_equal(a.v[0].text, "out.svg");
     assert_int_equal(a.v[2].choice, 1);
+    /* REPORT...: one or more operands; a CLI_REPEAT option keeps every value in order */
+    char *argv3[] = {"leaks",   "r0.json", "--ignore", "a*",    "r1.json", "--ignore=function:b",
+                     "r2.json", "--top",   "1",        "--top", "2",       NULL};
+    assert_int_equal(cli_parse(&cmd_leaks, 11, argv3, &a), 0);
+    assert_int_equal(a.noperands, 3);
+    assert_string_equal(a.operand[2], "r2.json");
+    int ignore = -1, top = -1;
+    for (int i = 0; cmd_leaks.opts[i].name; i++) {
+        if (strcmp(cmd_leaks.opts[i].name, "ignore") == 0) ignore = i;
+        if (strcmp(cmd_leaks.opts[i].name, "top") == 0) top = i;
+    }
+    assert_true(ignore >= 0 && top >= 0);
+    assert_int_equal(a.v[ignore].given, 2);
+    assert_string_equal(a.v[ignore].all[0], "a*");
+    assert_string_equal(a.v[ignore].all[1], "function:b");
+    assert_int_equal(a.v[top].u, 2); /* the last of a plain option counts */
+    static char *many[2 + 2 * (CLI_MAX_REPEAT + 1)];
+    int n = 0;
+    many[n++] = "leaks";
+    many[n++] = "r.json";
+    for (int i = 0; i <= CLI_MAX_REPEAT; i++) many[n++] = "--ignore", many[n++] = "p";
+    assert_int_equal(cli_parse(&cmd_leaks, n, many, &a), TOOLS_BAD);
+    /* help and synopsis show both */
+    char *help = capture(print_help, &cmd_leaks);
+    assert_non_null(strstr(help, "usage: npupool leaks REPORT... "));
+    assert_non_null(strstr(help, "[--ignore PATTERN]..."));
+    assert_non_null(strstr(help, "(may be given more than once)"));
+    free(help);
 }
 
 int main(void)

@@ -120,6 +120,58 @@ static void test_fallback_accounting(void **state)
     trace_read_release(&t);
 }
 
+/* What the observer saw: every event once, in order, and the figures after it. */
+typedef struct seen {
+    size_t n;                 /* calls */
+    size_t next;              /* the event index expected next */
+    replay_point_t last[2];   /* the last point per device */
+    uint64_t max_alloc[2];    /* the largest allocated per device */
+    uint64_t max_reserved[2]; /* the largest reserved per device */
+    uint64_t refusals;        /* points with refused set */
+} seen_t;
+
+static void on_point(void *ctx, const replay_point_t *pt)
+{
+    seen_t *s = ctx;
+    assert_int_equal(pt->event, s->next);
+    s->next++;
+    s->n++;
+    assert_true(pt->device >= 0 && pt->device < 2);
+    assert_true(pt->largest_free <= pt->free_bytes);
+    s->last[pt->device] = *pt;
+    if (pt->allocated > s->max_alloc[pt->device]) s->max_alloc[pt->device] = pt->allocated;
+    if (pt->reserved > s->max_reserved[pt->device]) s->max_reserved[pt->device] = pt->reserved;
+    s->refusals += pt->refused;
+}
+
+/* The observer agrees with the result: peaks, refusals, the final free space. */
+static void test_observer(void **state)
+{
+    (void)state;
+    trace_t t;
+    load(HDR "1,1,alloc,0x1,2048,0\n1,2,alloc,0x2,2048,1\n1,3,alloc,0x3,2048,0\n"
+             "1,4,alloc,0x5,4096,0\n1,5,free,0x3,,0\n1,6,free,0x1,,0\n1,7,alloc,0x4,1024,0\n",
+         &t);
+    seen_t s = {0};
+    replay_result_t r;
+    replay_opts_t o = opts(4096, 1);
+    o.observe = on_point;
+    o.observe_ctx = &s;
+    assert_int_equal(replay_run(&t, &o, &r), 0);
+    assert_int_equal(s.n, t.nev);
+    assert_int_equal(s.refusals, r.dev[0].refused + r.dev[1].refused);
+    assert_int_equal(r.dev[0].refused, 1); /* the 4 KiB block */
+    for (int d = 0; d < 2; d++) {
+        assert_int_equal(s.max_alloc[d], r.dev[d].peak_allocated);
+        assert_int_equal(s.max_reserved[d], r.dev[d].peak_reserved);
+        assert_int_equal(s.last[d].free_bytes, r.dev[d].final_free);
+        assert_int_equal(s.last[d].largest_free, r.dev[d].final_largest);
+        assert_int_equal(s.last[d].requested, r.dev[d].live_requested);
+    }
+    assert_int_equal(s.last[0].reserved, 4096 + 4096); /* the fallback block is still live */
+    trace_read_release(&t);
+}
+
 static void test_rmm_failures_and_devices(void **state)
 {
     (void)state;
@@ -203,6 +255,7 @@ int main(void)
         cmocka_unit_test(test_min_pool_no_fragmentation),
         cmocka_unit_test(test_min_pool_known_answer),
         cmocka_unit_test(test_fallback_accounting),
+        cmocka_unit_test(test_observer),
         cmocka_unit_test(test_rmm_failures_and_devices),
         cmocka_unit_test(test_checked_random),
     };

@@ -273,6 +273,66 @@ static void test_reader_rmm(void **state)
     trace_read_release(&t);
 }
 
+/* TRACE_KEEP_*: times per event, pointers per allocation, the header's pid; RMM times of day,
+ * an unreadable one repeating the time before; nothing kept without the flags. */
+static void test_reader_keep(void **state)
+{
+    (void)state;
+    const char *text = "# npupool-trace/1 pid=4242 clock=monotonic_ns\n"
+                       "thread,time_ns,action,pointer,size,device\n"
+                       "1,100,alloc,0x1000,16,0\n"
+                       "1,250,alloc,0xffffffffffffffc0,32,3\n"
+                       "1,300,free,0x1000,,0\n"
+                       "1,18446744073709551615,alloc,0x1000,8,0\n";
+    trace_t t;
+    assert_int_equal(
+        trace_read_buffer_keep("mem", text, strlen(text), TRACE_KEEP_TIME | TRACE_KEEP_ADDR, &t, 0),
+        0);
+    assert_int_equal(t.pid, 4242);
+    assert_int_equal(t.nev, 4);
+    assert_non_null(t.time_ns);
+    assert_true(t.time_ns[0] == 100 && t.time_ns[1] == 250 && t.time_ns[2] == 300);
+    assert_true(t.time_ns[3] == UINT64_MAX);
+    assert_non_null(t.addr);
+    assert_true(t.addr[0] == 0x1000 && t.addr[1] == 0xffffffffffffffc0 && t.addr[2] == 0x1000);
+    assert_int_equal(t.ev[2].slot, 0); /* the free names its allocation's slot */
+    trace_read_release(&t);
+    assert_int_equal(trace_read_buffer("mem", text, strlen(text), &t, 0), 0);
+    assert_null(t.time_ns);
+    assert_null(t.addr);
+    assert_int_equal(t.pid, 4242);
+    trace_read_release(&t);
+
+    const char *csv = "Thread,Time,Action,Pointer,Size,Stream\n"
+                      "1,07:49:44.519342,allocate,0x7f8a40000000,1024,0x0\n"
+                      "1,garbage,allocate failure,0x0,99,0x0\n"
+                      "1,23:59:59.5,free,0x7f8a40000000,1024,0x0\n";
+    assert_int_equal(trace_read_buffer_keep("mem", csv, strlen(csv), TRACE_KEEP_TIME, &t, 0), 0);
+    assert_int_equal(t.pid, 0);
+    const uint64_t first = ((7 * 60 + 49) * 60 + 44) * 1000000000ull + 519342000ull;
+    assert_true(t.time_ns[0] == first);
+    assert_true(t.time_ns[1] == first);
+    assert_true(t.time_ns[2] == (23 * 3600 + 59 * 60 + 59) * 1000000000ull + 500000000ull);
+    assert_null(t.addr);
+    trace_read_release(&t);
+    /* many events: the kept arrays grow with the events */
+    size_t cap = 1 << 20, n = 0;
+    char *big = malloc(cap);
+    n += (size_t)snprintf(big, cap,
+                          "# npupool-trace/1 pid=7\nthread,time_ns,action,pointer,size,device\n");
+    for (int i = 0; i < 10000; i++)
+        n +=
+            (size_t)snprintf(big + n, cap - n, "1,%d,alloc,0x%x,64,0\n", 1000 + i, 0x1000 + 64 * i);
+    assert_int_equal(
+        trace_read_buffer_keep("mem", big, n, TRACE_KEEP_TIME | TRACE_KEEP_ADDR, &t, 0), 0);
+    for (int i = 0; i < 10000; i++) {
+        assert_true(t.time_ns[i] == (uint64_t)(1000 + i));
+        assert_true(t.addr[i] == (uint64_t)(0x1000 + 64 * i));
+    }
+    trace_read_release(&t);
+    free(big);
+}
+
 static void test_reader_errors(void **state)
 {
     (void)state;
@@ -437,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_fork_no_pid),
         cmocka_unit_test(test_off_and_bad_path),
         cmocka_unit_test(test_reader_rmm),
+        cmocka_unit_test(test_reader_keep),
         cmocka_unit_test(test_reader_errors),
         cmocka_unit_test(test_reader_lenient),
         cmocka_unit_test(test_reader_exact),
