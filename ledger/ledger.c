@@ -422,7 +422,7 @@ static ledger_site_t *site_get(site_map_t *m, int device, uint32_t stack)
     return s;
 }
 
-size_t ledger_collect_sites(ledger_site_t **out)
+size_t ledger_collect_sites(ledger_site_t **out, uint64_t after_seq)
 {
     pthread_once(&shards_once, shards_init);
     site_map_t m = {0};
@@ -432,7 +432,7 @@ size_t ledger_collect_sites(ledger_site_t **out)
         pthread_mutex_lock(&s->lock);
         for (uint32_t n = 0; n < s->carved && !failed; n++) {
             const rec_t *r = rec_at(s, n);
-            if (!r->addr) continue;
+            if (!r->addr || r->seq <= after_seq) continue;
             ledger_site_t *site = site_get(&m, rec_device(r), r->stack_id);
             if (!site) {
                 failed = 1;

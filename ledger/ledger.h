@@ -126,9 +126,10 @@ typedef struct ledger_site {
     uint64_t by_origin[VOCAB_ORIGIN_COUNT]; /* count per enum vocab_origin */
     uint8_t entry;                          /* enum vocab_entry of the oldest */
 } ledger_site_t;
-/* Group every live record (each shard locked in turn, briefly).  *out is malloc'ed (free() it);
- * returns the number of sites, or (size_t)-1 when host memory ran out. */
-size_t ledger_collect_sites(ledger_site_t **out);
+/* Group the live records made after sequence number `after_seq` (0 = every live record; each
+ * shard locked in turn, briefly).  *out is malloc'ed (free() it); returns the number of sites, or
+ * (size_t)-1 when host memory ran out. */
+size_t ledger_collect_sites(ledger_site_t **out, uint64_t after_seq);
 
 /* Host memory the ledger holds. */
 typedef struct ledger_memory {

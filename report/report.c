@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "log.h"
 #include "path.h"
+#include "suppress.h"
 #include "report_internal.h"
 #include "symbolize.h"
 
@@ -36,6 +37,9 @@ static struct {
     uint64_t fork_seq;             /* in a fork child: ledger_last_seq() at the fork */
     int bg_started;                /* report_start_background was called */
     _Atomic long oom_max;          /* cfg.oom_max, read by report_oom without the lock */
+    uint64_t finalize_seq;         /* ledger_last_seq() when the finalize report was written */
+    uint64_t finalize_report;      /* that report's number (%n), 0 = none written */
+    suppress_list_t suppress;      /* NPUPOOL_SUPPRESS patterns (n = 0: none) */
     _Atomic uint64_t signals;      /* signal wake-ups seen by the reporter thread */
 } rs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -87,6 +91,9 @@ void report_init(const report_config_t *cfg, const report_source_t *src)
 {
     pthread_mutex_lock(&rs.lock);
     rs.cfg = *cfg;
+    suppress_init(&rs.suppress);
+    if (cfg->suppress && *cfg->suppress && suppress_load(&rs.suppress, cfg->suppress) != 0)
+        log_warn("NPUPOOL_SUPPRESS: %s (the patterns before it are used)", rs.suppress.err);
     atomic_store_explicit(&rs.oom_max, cfg->oom_max, memory_order_relaxed);
     if (src)
         rs.src = *src;
@@ -124,11 +131,19 @@ static int base_order(const void *x, const void *y)
     return a->stack_id < b->stack_id ? -1 : a->stack_id > b->stack_id;
 }
 
+/* What the exit/finalize decision adds to one report. */
+typedef struct write_scope {
+    uint64_t after_seq;    /* list only allocations made after this sequence number (0 = all) */
+    uint64_t after_report; /* ... because report number after_report listed the older ones */
+    int only_if_leaks;     /* write nothing when no leak is left once suppressions apply */
+} write_scope_t;
+
 /* pre: rs.lock held. */
-static int write_locked(enum wire_trigger trigger, int device, const report_oom_info_t *oom,
-                        uint64_t oom_suppressed, const report_threshold_info_t *thr)
+static int write_scoped(enum wire_trigger trigger, int device, const report_oom_info_t *oom,
+                        uint64_t oom_suppressed, const report_threshold_info_t *thr,
+                        const write_scope_t *scope)
 {
-    uint64_t seq = ++rs.seq;
+    uint64_t seq = rs.seq + 1;
     report_refusals_t refusals;
     refusal_summary(&refusals);
     char path[4096];
@@ -141,7 +156,7 @@ static int write_locked(enum wire_trigger trigger, int device, const report_oom_
     }
 
     ledger_site_t *sites = NULL;
-    size_t nsites = ledger_collect_sites(&sites);
+    size_t nsites = ledger_collect_sites(&sites, scope ? scope->after_seq : 0);
     if (nsites == (size_t)-1) {
         rs.stats.failed++;
         log_warn("cannot write the %s report %s: out of host memory", wire_trigger_name(trigger),
@@ -169,9 +184,22 @@ static int write_locked(enum wire_trigger trigger, int device, const report_oom_
         .now_mono_ns = clock_coarse_ns(),
         .now_wall_s = clock_wall_s(),
         .stats = &rs.stats,
+        .suppress = rs.suppress.n ? &rs.suppress : NULL,
+        .leaks_after_report = scope ? scope->after_report : 0,
     };
     symbolizer_t *sym = NULL;
-    cJSON *doc = report_json_build(&in, &sym);
+    report_json_result_t res = {0};
+    cJSON *doc = report_json_build(&in, &sym, &res);
+    if (doc && scope && scope->only_if_leaks && res.unsuppressed_sites == 0) {
+        log_info("no %s report: every live allocation is suppressed (NPUPOOL_SUPPRESS) or was "
+                 "listed in report %llu",
+                 wire_trigger_name(trigger), (unsigned long long)scope->after_report);
+        cJSON_Delete(doc);
+        symbolize_close(sym);
+        free(sites);
+        return 0;
+    }
+    rs.seq = seq;
     /* One buffer sized for the document up front: no repeated regrowth of a 40 MB text. */
     size_t guess = nsites * 4096 + ((size_t)1 << 20);
     char *text = doc ? cJSON_PrintBuffered(
@@ -220,6 +248,12 @@ static int write_locked(enum wire_trigger trigger, int device, const report_oom_
     return 0;
 }
 
+static int write_locked(enum wire_trigger trigger, int device, const report_oom_info_t *oom,
+                        uint64_t oom_suppressed, const report_threshold_info_t *thr)
+{
+    return write_scoped(trigger, device, oom, oom_suppressed, thr, NULL);
+}
+
 int report_write(enum wire_trigger trigger, int device)
 {
     pthread_mutex_lock(&rs.lock);
@@ -249,15 +283,35 @@ void report_get_stats(report_stats_t *out)
     pthread_mutex_unlock(&rs.lock);
 }
 
-/* "Leaks exist": live allocations of this process.  A fork child inherits the parent's records
- * (its memory is a copy); only what it allocated itself since the fork counts as its leaks.  A
- * last refusal that got no report of its own is written too (it is never lost). */
+/* The exit and finalize reports, written when they have something to say: a pattern was set,
+ * leaks exist (live allocations of this process that no suppression pattern covers), or the last
+ * refusal got no report of its own (it is never lost).  A fork child inherits the parent's records
+ * (its memory is a copy): only what it allocated itself since the fork counts.  After a finalize
+ * report, the exit report lists only what was allocated since (the finalize report listed the
+ * rest). */
 static void report_if_needed(enum wire_trigger trigger)
 {
     pthread_mutex_lock(&rs.lock);
-    size_t live = rs.fork_child ? ledger_live_count_since(rs.fork_seq) : ledger_live_total();
-    if (pattern_set(&rs.cfg) || live > 0 || refusal_last_unreported())
-        write_locked(trigger, -1, NULL, 0, NULL);
+    write_scope_t scope = {.after_seq = rs.fork_child ? rs.fork_seq : 0};
+    if (trigger == WIRE_TRIGGER_EXIT && rs.finalize_report) {
+        scope.after_seq = rs.finalize_seq > scope.after_seq ? rs.finalize_seq : scope.after_seq;
+        scope.after_report = rs.finalize_report;
+    }
+    size_t live = scope.after_seq ? ledger_live_count_since(scope.after_seq) : ledger_live_total();
+    /* With NPUPOOL_REPORT set every exit/finalize report is written, except an exit report that
+     * would only repeat a finalize report (nothing allocated since: it would also overwrite it
+     * under a pattern without %n). */
+    int must = (pattern_set(&rs.cfg) && !scope.after_report) || refusal_last_unreported();
+    scope.only_if_leaks = !must;
+    uint64_t seq_now = ledger_last_seq();
+    if (must || live > 0) {
+        int before = (int)rs.stats.written;
+        write_scoped(trigger, -1, NULL, 0, NULL, &scope);
+        if (trigger == WIRE_TRIGGER_FINALIZE && (int)rs.stats.written > before) {
+            rs.finalize_seq = seq_now;
+            rs.finalize_report = rs.seq;
+        }
+    }
     pthread_mutex_unlock(&rs.lock);
 }
 

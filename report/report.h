@@ -50,7 +50,8 @@ typedef struct report_config {
     long free_map_max;     /* NPUPOOL_REPORT_FREE_MAP: most free-map entries per device */
     long live_map_max;     /* NPUPOOL_REPORT_LIVE_MAP: most live-map entries per device */
     int symbols;           /* NPUPOOL_REPORT_SYMBOLS: 1 = function/file/line in frames */
-    long oom_max;          /* NPUPOOL_REPORT_OOM_MAX: most oom reports per process */
+    long oom_max;          /* NPUPOOL_REPORT_OOM_MAX: further oom reports per process */
+    const char *suppress;  /* NPUPOOL_SUPPRESS: suppressions file (base/suppress.h), "" = none */
 } report_config_t;
 
 /* What the shim lends the report writer. */

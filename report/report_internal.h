@@ -16,6 +16,7 @@
 
 #include "ledger.h"
 #include "report.h"
+#include "suppress.h"
 
 #define REPORT_HIDDEN __attribute__((visibility("hidden")))
 
@@ -79,14 +80,24 @@ typedef struct report_input {
     uint64_t now_mono_ns;                     /* clock_coarse_ns() at the start of the report */
     double now_wall_s;                        /* epoch seconds at the start of the report */
     const report_stats_t *stats;              /* reports written so far */
+    const suppress_list_t *suppress;          /* NPUPOOL_SUPPRESS patterns, NULL = none */
+    uint64_t leaks_after_report;              /* leaks listed only if newer than this report's
+                                                 (its number), 0 = every live allocation */
 } report_input_t;
 
 /* ---- report_json.c ------------------------------------------------------------------------- */
+/* What building a document found out. */
+typedef struct report_json_result {
+    size_t unsuppressed_sites; /* leak sites no suppression pattern covers */
+    uint64_t suppressed_bytes; /* requested bytes of the sites a pattern covers */
+} report_json_result_t;
+
 /* Build the whole document (NULL when host memory ran out).  Calls the symbolizer, pool_* and
  * the source's callbacks.  *sym_out receives the symbolizer whose strings the document references:
  * symbolize_close() it after printing the document (it may be NULL). */
 struct symbolizer;
-REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symbolizer **sym_out);
+REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symbolizer **sym_out,
+                                       report_json_result_t *res);
 
 /* ---- report_file.c ------------------------------------------------------------------------- */
 /* Write data to path atomically (a temporary file + rename; in place for an existing non-regular

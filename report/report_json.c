@@ -490,7 +490,10 @@ static void tb_json_string(tbuf_t *t, const char *s)
 /* The "frames" array of a stack as JSON text, one frame object per line.  Frames are the bulk of
  * a large report (10,000 stacks x 16 frames); writing them as text and embedding them as raw cJSON
  * items keeps the document to a few items per site (time and host memory of the report). */
-static cJSON *build_frames(jb_t *b, symbolizer_t *sym, uint32_t stack_id, tbuf_t *t)
+/* The "frames" array of a stack; *suppressed (when not NULL) is set to 1 when a frame matches
+ * one of the suppression patterns `sup`. */
+static cJSON *build_frames_checked(jb_t *b, symbolizer_t *sym, uint32_t stack_id, tbuf_t *t,
+                                   const suppress_list_t *sup, int *suppressed)
 {
     const uintptr_t *pcs;
     int depth = ledger_stack_frames(stack_id, &pcs);
@@ -506,6 +509,8 @@ static cJSON *build_frames(jb_t *b, symbolizer_t *sym, uint32_t stack_id, tbuf_t
             f.pc = pcs[i];
             f.offset = pcs[i] - 1;
         }
+        if (sup && suppressed && !*suppressed && suppress_match(sup, f.function, f.module) >= 0)
+            *suppressed = 1;
         char num[64];
         tb_str(t, i ? ",\n{\"function\": " : "\n{\"function\": ");
         tb_json_string(t, f.function);
@@ -545,7 +550,13 @@ static const report_baseline_entry_t *baseline_find(const report_input_t *in, in
     return in->nbase ? bsearch(&key, in->base, in->nbase, sizeof key, base_cmp) : NULL;
 }
 
-static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, tbuf_t *t)
+static cJSON *build_frames(jb_t *b, symbolizer_t *sym, uint32_t stack_id, tbuf_t *t)
+{
+    return build_frames_checked(b, sym, stack_id, t, NULL, NULL);
+}
+
+static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, tbuf_t *t,
+                          report_json_result_t *res)
 {
     cJSON *arr = cJSON_CreateArray();
     if (!arr) return NULL;
@@ -575,7 +586,14 @@ static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, 
             num(b, g, "count", (double)s->count - (prev ? (double)prev->count : 0.0));
             num(b, g, "bytes", (double)s->requested_bytes - (prev ? (double)prev->bytes : 0.0));
         }
-        add(b, o, "frames", build_frames(b, sym, s->stack_id, t));
+        int suppressed = 0;
+        add(b, o, "frames",
+            build_frames_checked(b, sym, s->stack_id, t, in->suppress, &suppressed));
+        if (in->suppress) add(b, o, "suppressed", cJSON_CreateBool(suppressed));
+        if (suppressed)
+            res->suppressed_bytes += s->requested_bytes;
+        else
+            res->unsuppressed_sites++;
         push(b, arr, o);
     }
     return arr;
@@ -671,9 +689,11 @@ static cJSON *build_ledger(jb_t *b, const report_input_t *in)
     return j;
 }
 
-REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symbolizer **sym_out)
+REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symbolizer **sym_out,
+                                       report_json_result_t *res)
 {
     *sym_out = NULL;
+    *res = (report_json_result_t){0};
     jb_t b = {0};
     cJSON *doc = cJSON_CreateObject();
     if (!doc) return NULL;
@@ -687,7 +707,9 @@ REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symboliz
     add(&b, doc, "ledger", build_ledger(&b, in));
     add(&b, doc, "devices", build_devices(&b, in));
     tbuf_t t = {0};
-    add(&b, doc, "leaks", build_leaks(&b, in, sym, &t));
+    add(&b, doc, "leaks", build_leaks(&b, in, sym, &t, res));
+    if (in->leaks_after_report) /* the older leaks were listed in that report */
+        unum(&b, doc, "leaks_since_report", in->leaks_after_report);
     if (in->trigger == WIRE_TRIGGER_OOM && in->oom) add(&b, doc, "oom", build_oom(&b, in, sym, &t));
     if (in->refusals && in->refusals->total)
         add(&b, doc, "refusals", build_refusals(&b, in, sym, &t));

@@ -86,6 +86,9 @@ static const option_def_t option_table[] = {
     {"NPUPOOL_REPORT_OOM_MAX", OPT_COUNT, FIELD(report.oom_max), "10", 0, 1e6, 0,
      "`oom` post-mortem reports beyond the first refusal of each call site and reason (those "
      "always get one), at least 1 s apart; 0 = no oom reports"},
+    {"NPUPOOL_SUPPRESS", OPT_PATTERN, FIELD(report.suppress), "", 0, 0, 0,
+     "suppressions file: leaks whose stack matches a pattern are marked `suppressed` and alone "
+     "write no exit report (format: `docs/tools.md`)"},
     {"NPUPOOL_TRACE", OPT_PATTERN, FIELD(trace), "", 0, 0, 0,
      "record an allocation trace to this path pattern (`%p` pid); see `docs/trace.md`"},
 };

@@ -144,7 +144,7 @@ static void test_collect_sites(void **state)
     ledger_record_alloc(0xA00000, 0, 5, 64, VOCAB_MALLOC, VOCAB_FROM_POOL, s2);
     ledger_record_free(0x100000); /* the oldest of s1/dev0 goes away */
     ledger_site_t *sites;
-    size_t n = ledger_collect_sites(&sites);
+    size_t n = ledger_collect_sites(&sites, 0);
     assert_int_equal(n, 3);
     int seen = 0;
     for (size_t i = 0; i < n; i++) {
