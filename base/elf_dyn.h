@@ -1,7 +1,8 @@
 /* base/elf_dyn.h — the dynamic section of one loaded ELF object, read in place.
  *
  * Owns: elf_dyn_read, the one reader of an object's DT_* tables: its dynamic symbol and string
- * tables, symbol versions, hash tables, and relocation tables (PLT and the rest).  The shim's
+ * tables, symbol versions, hash tables, and relocation tables (PLT and the rest); and
+ * elf_load_range, the address range an object's loaded segments cover.  The shim's
  * symbol lookup (shim/elf_lookup.c, which must run before sanitizer runtimes are ready) and the
  * ledger's guard of libunwind's imports (ledger/ledger_unwind.c) both use it.
  * Header-only, static inline, no libc call, no allocation: safe anywhere, even uninstrumented.
@@ -58,6 +59,21 @@ static inline int elf_dyn_read(const struct link_map *map, elf_dyn_t *t)
         }
     }
     return t->symtab && t->strtab && (t->gnu_hash || t->sysv_hash) ? 0 : -1;
+}
+
+/* The address range [*lo, *hi) an object's PT_LOAD segments cover (as dl_iterate_phdr reports
+ * the object); *lo >= *hi when it has none. */
+static inline void elf_load_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = UINTPTR_MAX;
+    *hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < *lo) *lo = a;
+        if (a + ph->p_memsz > *hi) *hi = a + ph->p_memsz;
+    }
 }
 
 #endif

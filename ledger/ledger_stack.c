@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf_dyn.h"
 #include "ledger.h"
 #include "ledger_internal.h"
 #include "log.h"
@@ -285,14 +286,8 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 {
     (void)size;
     uintptr_t me = (uintptr_t)ctx;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < lo) lo = a;
-        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
-    }
+    uintptr_t lo, hi;
+    elf_load_range(info, &lo, &hi);
     if (me < lo || me >= hi) return 0;
     if (info->dlpi_name && info->dlpi_name[0]) { /* a shared object, not the main program */
         self_lo = lo;

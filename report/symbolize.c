@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elf_dyn.h"
 #include "ledger.h"
 #include "symbolize.h"
 
@@ -149,14 +150,8 @@ static int snapshot_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 {
     (void)size;
     symbolizer_t *s = ctx;
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
-        uintptr_t a = info->dlpi_addr + ph->p_vaddr;
-        if (a < lo) lo = a;
-        if (a + ph->p_memsz > hi) hi = a + ph->p_memsz;
-    }
+    uintptr_t lo, hi;
+    elf_load_range(info, &lo, &hi);
     if (lo >= hi) return 0;
     const char *path = info->dlpi_name;
     if (!path || !path[0]) path = s->exe[0] ? s->exe : NULL; /* the main program */
