@@ -19,7 +19,7 @@
 #include "clock.h"
 #include "log.h"
 #include "path.h"
-#include "report_internal.h"
+#include "report_cjson.h"
 #include "symbolize.h"
 
 #define OOM_GAP_NS 1000000000ull /* oom reports at least this far apart */
@@ -88,6 +88,7 @@ static double process_start_wall(void)
 
 void report_init(const report_config_t *cfg, const report_source_t *src)
 {
+    report_cjson_load(0); /* the loader's lock, before ours (report_cjson.h) */
     pthread_mutex_lock(&rs.lock);
     rs.cfg = *cfg;
     if (src)
@@ -130,6 +131,10 @@ static int base_order(const void *x, const void *y)
 static int write_locked(enum wire_trigger trigger, int device, const report_oom_info_t *oom,
                         uint64_t oom_suppressed, const report_threshold_info_t *thr)
 {
+    if (!report_cjson_load(1)) { /* one line, the first time */
+        rs.stats.failed++;
+        return -1;
+    }
     uint64_t seq = ++rs.seq;
     char path[4096];
     if (path_expand(pattern_of(&rs.cfg), seq, path, sizeof path) != 0) {
@@ -190,7 +195,7 @@ static int write_locked(enum wire_trigger trigger, int device, const report_oom_
     const char *what = "";
     int r = report_file_write(path, text, len + 1, seq, &what);
     int e = errno;
-    free(text);
+    cJSON_free(text);
     if (r != 0) {
         free(sites);
         rs.stats.failed++;
@@ -200,7 +205,7 @@ static int write_locked(enum wire_trigger trigger, int device, const report_oom_
     }
     rs.stats.written++;
     snprintf(rs.stats.last_path, sizeof rs.stats.last_path, "%s", path);
-    log_info("%s report written to %s (%zu sites)", wire_trigger_name(trigger), path, nsites);
+    log_notice("%s report written to %s (%zu sites)", wire_trigger_name(trigger), path, nsites);
 
     /* The new growth baseline. */
     report_baseline_entry_t *nb = nsites ? malloc(nsites * sizeof *nb) : NULL;
