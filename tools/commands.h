@@ -14,6 +14,7 @@ extern const cli_cmd_t cmd_flame;
 extern const cli_cmd_t cmd_map;
 extern const cli_cmd_t cmd_symbolize;
 extern const cli_cmd_t cmd_replay;
+extern const cli_cmd_t cmd_version;
 
 extern const cli_cmd_t *const commands_all[];
 extern const int commands_count;
