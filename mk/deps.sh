@@ -115,26 +115,35 @@ missing_pieces() {
 missing=$(missing_pieces)
 [ -z "$missing" ] && exit 0
 
-deb=""
-rpm=""
-for p in $missing; do
-    deb="$deb $(debian_pkgs "$p")"
-    rpm="$rpm $(about "$p" | cut -d'|' -f3)"
-done
-deb=$(echo $deb) # one space between words
-rpm=$(echo $rpm)
+# The Debian and openEuler packages of $missing, one space between words.
+packages() {
+    deb=""
+    rpm=""
+    for p in $missing; do
+        deb="$deb $(debian_pkgs "$p")"
+        rpm="$rpm $(about "$p" | cut -d'|' -f3)"
+    done
+    deb=$(echo $deb)
+    rpm=$(echo $rpm)
+}
+packages
 
+# As root on Debian: install, probe again; a second round for what only a compiler installed in
+# the first could probe (a cross build starts without its compiler).
 if [ "$(id -u)" = 0 ] && [ -z "${MK_DEPS_NO_INSTALL:-}" ] && have apt-get && have dpkg; then
-    echo "npupool build: installing missing Debian packages: $deb"
     export DEBIAN_FRONTEND=noninteractive
     if [ -n "$ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$ARCH"; then
         dpkg --add-architecture "$ARCH"
     fi
     apt-get update -qq
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $deb
-    missing=$(missing_pieces)
-    [ -z "$missing" ] && exit 0
+    for round in 1 2; do
+        echo "npupool build: installing missing Debian packages: $deb"
+        # shellcheck disable=SC2086
+        apt-get install -y -qq --no-install-recommends $deb
+        missing=$(missing_pieces)
+        [ -z "$missing" ] && exit 0
+        packages
+    done
 fi
 
 case $MODE in

@@ -7,7 +7,8 @@
 # its own temporary directory ($TMPDIR_CASE); PROGS and SHIM are absolute paths.
 # Under an emulator (EMU set by tests/run.sh: make test-aarch64) programs run as `$EMU PROG`, and
 # LD_PRELOAD reaches the emulated program only (QEMU_SET_ENV), not the emulator itself; launch
-# PRELOAD PROG ARGS... does that for any program; no_emu REASON skips a case that cannot run there.
+# PRELOAD PROG ARGS... does that for any program (exported: also in `bash -c` under timeout);
+# no_emu REASON skips a case, or the rest of one, that cannot run there.
 set -u
 : "${BUILD:=build}" "${VARIANT:=plain}" "${ROOT:=$(pwd)}"
 case "$BUILD" in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD="$ROOT/$BUILD" ;; esac
@@ -44,6 +45,8 @@ launch() { # $1 = LD_PRELOAD for the program ("" = none), then the program and i
         $EMU "$@"
     fi
 }
+
+export -f launch # for a program run under timeout: timeout N bash -c 'launch "$@"' launch PRE PROG
 
 run_preloaded() {
     local prog=$1; shift

@@ -3,6 +3,7 @@
 # npupool's own making, in front of a single-threaded and a threaded program.
 . "$ROOT/tests/lib.sh"
 command -v valgrind >/dev/null || skip "valgrind not installed"
+no_emu "valgrind runs programs of its own architecture only"
 export FAKEACL_HBM_BYTES=2G
 for prog in basic "threads 4"; do
     set -- $prog
