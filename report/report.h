@@ -9,8 +9,8 @@
  *
  * The files of report/: report.c (this API: the report state, one report, exit/finalize/oom),
  * reporter.c (the background thread and the report signal), monitor.c (the pool-use thresholds),
- * report_file.c (atomic file writes), report_json.c (the document), symbolize.c (frames), trace.c
- * (the allocation trace recorder, trace.h).
+ * report_file.c (atomic file writes), report_json.c (the document), report_cjson.c (cJSON,
+ * loaded privately), symbolize.c (frames), trace.c (the allocation trace recorder, trace.h).
  *
  * Configuration comes in once, typed, from whoever owns the environment (the shim's option table):
  * report/ never reads NPUPOOL_* variables itself.

@@ -76,6 +76,11 @@ static void *glibc_dlsym(void *handle, const char *name)
 
 void observe_init(void)
 {
+    if (log_level_threshold >= LOG_INFO) { /* which npupool this is (phase 2: the loader's lock) */
+        char bid[BUILDID_HEX_MAX], path[4096];
+        buildid_of_address((const void *)&observe_init, bid, sizeof bid, path, sizeof path);
+        log_info("npupool %s, %s (build id %s)", version_string(), path, bid[0] ? bid : "none");
+    }
     npupool_config.ledger.dlsym = glibc_dlsym;
     ledger_init(&npupool_config.ledger);
     trace_open(npupool_config.trace);

@@ -11,8 +11,9 @@ need_ledger
 needed=$(readelf -d "$SHIM" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 echo "NEEDED: $needed"
 for lib in $needed; do
-    case $lib in
-    libc.so.* | libpthread.so.* | libdl.so.* | ld-linux*) ;;
+    case $VARIANT:$lib in
+    *:libc.so.* | *:libpthread.so.* | *:libdl.so.* | *:ld-linux*) ;;
+    asan:libasan.so.* | asan:libubsan.so.* | tsan:libtsan.so.*) ;; # the sanitizer builds' runtime
     *) fail "libnpupool.so needs $lib at load time" ;;
     esac
 done

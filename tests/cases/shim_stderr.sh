@@ -32,6 +32,13 @@ pid=$(run_leaks RANK=3 LOCAL_RANK=1)
 pid=$(run_leaks LOCAL_RANK=7)
 [ "$(grep -c "^npupool\[$pid\]: rank 7: " "$TMPDIR_CASE/err")" -eq 2 ] || fail "LOCAL_RANK=7: lines do not say rank 7"
 
+# NPUPOOL_LOG=info also names the npupool that runs: version, library, build id.
+pid=$(run_leaks NPUPOOL_LOG=info)
+version=$("$ABS_BUILD/npupool" version | sed -n '1s/^npupool //p')
+bid=$(readelf -n "$SHIM" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p')
+grep -qxF "npupool[$pid]: npupool $version, $SHIM (build id $bid)" "$TMPDIR_CASE/err" ||
+    fail "NPUPOOL_LOG=info does not name version $version, $SHIM and build id $bid"
+
 run_leaks NPUPOOL_LOG=error >/dev/null
 [ -s "$TMPDIR_CASE/err" ] && fail "NPUPOOL_LOG=error still printed: $(cat "$TMPDIR_CASE/err")"
 exit 0
