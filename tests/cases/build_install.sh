@@ -8,7 +8,6 @@
 need_ledger
 cd "$ROOT"
 dest="$TMPDIR_CASE/dest"
-build_id() { readelf -n "$1" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p'; }
 
 make --no-print-directory BUILD="$BUILD" DESTDIR="$dest" PREFIX=/usr/local install >"$TMPDIR_CASE/log" 2>&1 ||
     { cat "$TMPDIR_CASE/log"; fail "make install failed"; }

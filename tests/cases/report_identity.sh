@@ -6,7 +6,6 @@
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
 need_jsonschema
-build_id() { readelf -n "$1" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p'; }
 
 NPUPOOL_REPORT="$TMPDIR_CASE/r-%n.json" run_preloaded leaks >/dev/null 2>&1 || fail "leaks failed"
 f=$(reports 'r-*.json' | head -1)

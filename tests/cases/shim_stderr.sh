@@ -35,7 +35,7 @@ pid=$(run_leaks LOCAL_RANK=7)
 # NPUPOOL_LOG=info also names the npupool that runs: version, library, build id.
 pid=$(run_leaks NPUPOOL_LOG=info)
 version=$(launch "" "$ABS_BUILD/npupool" version | sed -n '1s/^npupool //p')
-bid=$(readelf -n "$SHIM" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p')
+bid=$(build_id "$SHIM")
 grep -qxF "npupool[$pid]: npupool $version, $SHIM (build id $bid)" "$TMPDIR_CASE/err" ||
     fail "NPUPOOL_LOG=info does not name version $version, $SHIM and build id $bid"
 
