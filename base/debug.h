@@ -7,7 +7,7 @@
  *   debug_assert_expensive(c)  level 3: checks that cost more than the operation itself
  * NPUPOOL_DEBUG selects the level at compile time: 0 (release: every macro compiles to nothing,
  * the expression is not evaluated) in the plain build, 2 in the sanitizer builds of `make test`.
- * A failed assertion prints one "npupool: assertion failed" line and aborts: only test builds
+ * A failed assertion prints one "assertion failed" line (log.h's head first) and aborts: only test builds
  * have them, and a preload library never aborts its host in a release build.
  */
 #ifndef NPUPOOL_BASE_DEBUG_H

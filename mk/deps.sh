@@ -1,23 +1,168 @@
 #!/bin/sh
-# mk/deps.sh — make sure the Debian packages the build needs are installed.
-# As root: one `apt-get update`, then `apt-get install -y` of what is missing.
-# Otherwise: print the exact command and fail, so the build stops with a clear message.
+# mk/deps.sh MODE — is everything MODE needs here?  MODE: build (what `make` compiles and links
+# against), test (what `make test` adds: cmocka, a C++ compiler and the tools the test cases run).
+#
+# Each piece is found by asking the compiler (a header it must include, a library it must link)
+# or by looking up a command, never by asking a package manager: any distribution, any prefix,
+# any user.  The compiler is $CC ($CXX for C++) with $EXTRA_CFLAGS and $EXTRA_LDFLAGS, as the
+# build uses them, so headers and libraries in other places are found the way the build finds
+# them.  DEPS_ARCH=arm64 (make cross-aarch64) names the Debian packages of that architecture.
+#
+# When something is missing:
+#   - as root on Debian/Ubuntu (apt-get), the Debian packages are installed (one apt-get update
+#     first) and the probes run again;
+#   - otherwise one message names each missing piece with its Debian and its openEuler
+#     (EulerOS, CentOS, Fedora) package, the two install commands, and the script exits 1.
+# Tests: MK_DEPS_BREAK="piece ..." makes those pieces' probes fail for real (the compiler is asked
+# for a header that cannot exist); MK_DEPS_NO_INSTALL=1 never installs.
+# Package names: Debian's checked against bookworm; the openEuler ones follow its (Fedora's)
+# naming, checked against Fedora/RHEL lists, not on an openEuler machine.
 set -eu
-PKGS="gcc g++ make libc6-dev binutils libunwind-dev libcjson-dev libcmocka-dev libdw-dev libelf-dev librsvg2-bin valgrind jq python3 python3-jsonschema"
-missing=""
-for p in $PKGS; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing="$missing $p"
-    fi
-done
+MODE=${1:-build}
+CC=${CC:-cc}
+CXX=${CXX:-c++}
+AR=${AR:-ar}
+ARCH=${DEPS_ARCH:-}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/npupool-deps.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+case $MODE in
+build) PIECES="cc libunwind cjson elfutils binutils" ;;
+test) PIECES="cmocka cxx python3 jsonschema jq rsvg valgrind" ;;
+emu) PIECES="qemu" ;;
+*) echo "mk/deps.sh: unknown mode '$MODE' (build, test or emu)" >&2; exit 2 ;;
+esac
+
+# piece -> what it is | Debian packages | openEuler packages
+about() {
+    case $1 in
+    cc) echo "a C compiler and the C library headers ($CC)|gcc libc6-dev|gcc glibc-devel" ;;
+    libunwind) echo "libunwind headers (libunwind.h)|libunwind-dev|libunwind-devel" ;;
+    cjson) echo "cJSON (cjson/cJSON.h, -lcjson)|libcjson-dev|cjson-devel" ;;
+    elfutils) echo "elfutils libdw and libelf (elfutils/libdwfl.h, -ldw -lelf)|libdw-dev libelf-dev|elfutils-devel elfutils-libelf-devel" ;;
+    binutils) echo "binutils ($AR, nm, readelf)|binutils|binutils" ;;
+    cmocka) echo "cmocka (cmocka.h, -lcmocka)|libcmocka-dev|libcmocka-devel" ;;
+    cxx) echo "a C++ compiler ($CXX)|g++|gcc-c++" ;;
+    python3) echo "python3|python3|python3" ;;
+    jsonschema) echo "python3's jsonschema module|python3-jsonschema|python3-jsonschema" ;;
+    jq) echo "jq|jq|jq" ;;
+    rsvg) echo "rsvg-convert|librsvg2-bin|librsvg2-tools" ;;
+    valgrind) echo "valgrind|valgrind|valgrind" ;;
+    qemu) echo "qemu-aarch64 (user-mode emulation)|qemu-user|qemu-user" ;;
+    esac
+}
+
+# The Debian packages of a piece for DEPS_ARCH (cross compilers, libraries of that architecture).
+debian_pkgs() {
+    pkgs=$(about "$1" | cut -d'|' -f2)
+    [ -n "$ARCH" ] || { echo "$pkgs"; return; }
+    case $1 in
+    cc) echo "gcc-aarch64-linux-gnu libc6-dev-$ARCH-cross" ;;
+    cxx) echo "g++-aarch64-linux-gnu" ;;
+    binutils) echo "binutils binutils-aarch64-linux-gnu" ;;
+    libunwind | cjson | elfutils | cmocka) for p in $pkgs; do printf '%s:%s ' "$p" "$ARCH"; done ;;
+    *) echo "$pkgs" ;;
+    esac
+}
+
+broken() { case " ${MK_DEPS_BREAK:-} " in *" $1 "*) return 0 ;; esac; return 1; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# compile PIECE "HEADER..." "LIBS": a program including the headers, linked with the libraries.
+compile() {
+    : >"$tmp/p.c"
+    broken "$1" && echo "#include <npupool-deps-break/$1.h>" >>"$tmp/p.c"
+    for h in $2; do echo "#include <$h>" >>"$tmp/p.c"; done
+    echo 'int main(void) { return 0; }' >>"$tmp/p.c"
+    # shellcheck disable=SC2086 # flags are word lists
+    $CC ${EXTRA_CFLAGS:-} -o "$tmp/p" "$tmp/p.c" ${EXTRA_LDFLAGS:-} $3 >"$tmp/log" 2>&1
+}
+
+probe() {
+    case $1 in
+    cc) compile cc "stdio.h" "" ;;
+    libunwind) compile libunwind "libunwind.h" "" ;;
+    cjson) compile cjson "cjson/cJSON.h" "-lcjson" ;;
+    elfutils) compile elfutils "elfutils/libdwfl.h" "-ldw -lelf" ;;
+    cmocka) compile cmocka "stdarg.h stddef.h stdint.h setjmp.h cmocka.h" "-lcmocka" ;;
+    cxx)
+        broken cxx && return 1
+        echo 'int main() { return 0; }' | $CXX -x c++ -o "$tmp/p" - >"$tmp/log" 2>&1
+        ;;
+    binutils) ! broken binutils && have "$AR" && have nm && have readelf ;;
+    jsonschema) # for the interpreter the cases use (tests/programs/report_case_lib.sh)
+        py=python3
+        [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+        ! broken jsonschema && "$py" -c 'import jsonschema' 2>/dev/null
+        ;;
+    rsvg) ! broken rsvg && have rsvg-convert ;;
+    qemu) ! broken qemu && { have qemu-aarch64 || have qemu-aarch64-static; } ;;
+    *) ! broken "$1" && have "$1" ;;
+    esac
+}
+
+missing_pieces() {
+    out=""
+    for p in $PIECES; do
+        if ! probe "$p"; then
+            out="$out $p"
+            [ "$p" = cc ] && break # nothing else can be probed without a compiler
+        fi
+    done
+    echo "$out"
+}
+
+missing=$(missing_pieces)
 [ -z "$missing" ] && exit 0
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "npupool build: installing missing Debian packages:$missing"
+
+# The Debian and openEuler packages of $missing, one space between words.
+packages() {
+    deb=""
+    rpm=""
+    for p in $missing; do
+        deb="$deb $(debian_pkgs "$p")"
+        rpm="$rpm $(about "$p" | cut -d'|' -f3)"
+    done
+    deb=$(echo $deb)
+    rpm=$(echo $rpm)
+}
+packages
+
+# As root on Debian: install, probe again; a second round for what only a compiler installed in
+# the first could probe (a cross build starts without its compiler).
+if [ "$(id -u)" = 0 ] && [ -z "${MK_DEPS_NO_INSTALL:-}" ] && have apt-get && have dpkg; then
     export DEBIAN_FRONTEND=noninteractive
+    if [ -n "$ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$ARCH"; then
+        dpkg --add-architecture "$ARCH"
+    fi
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends $missing
-    exit 0
+    for round in 1 2; do
+        echo "npupool build: installing missing Debian packages: $deb"
+        # shellcheck disable=SC2086
+        apt-get install -y -qq --no-install-recommends $deb
+        missing=$(missing_pieces)
+        [ -z "$missing" ] && exit 0
+        packages
+    done
 fi
-echo "npupool build: missing Debian packages:$missing" >&2
-echo "npupool build: run:  sudo apt-get update && sudo apt-get install -y$missing" >&2
+
+case $MODE in
+build) what="\`make\`" ;;
+test) what="\`make test\`" ;;
+emu) what="\`make test-aarch64\`" ;;
+esac
+{
+    echo "npupool build: $what needs what was not found here:"
+    for p in $missing; do
+        echo "npupool build:   - $(about "$p" | cut -d'|' -f1): Debian $(debian_pkgs "$p" | sed 's/ *$//'), openEuler $(about "$p" | cut -d'|' -f3)"
+    done
+    echo "npupool build: Debian/Ubuntu:           sudo apt-get install -y $deb"
+    if [ -n "$ARCH" ]; then
+        echo "npupool build:   (first: sudo dpkg --add-architecture $ARCH && sudo apt-get update)"
+        echo "npupool build: openEuler/EulerOS/CentOS: no cross packages; build natively on an aarch64 host"
+    else
+        echo "npupool build: openEuler/EulerOS/CentOS: sudo dnf install -y $rpm"
+    fi
+    echo "npupool build: (probed with CC=$CC; for headers or libraries elsewhere give EXTRA_CFLAGS=-I... EXTRA_LDFLAGS=-L...)"
+} >&2
 exit 1

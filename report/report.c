@@ -19,8 +19,9 @@
 #include "clock.h"
 #include "log.h"
 #include "path.h"
-#include "suppress.h"
+#include "report_cjson.h"
 #include "report_internal.h"
+#include "suppress.h"
 #include "symbolize.h"
 
 static struct {
@@ -89,6 +90,7 @@ static double process_start_wall(void)
 
 void report_init(const report_config_t *cfg, const report_source_t *src)
 {
+    report_cjson_load(0); /* the loader's lock, before ours (report_cjson.h) */
     pthread_mutex_lock(&rs.lock);
     rs.cfg = *cfg;
     suppress_init(&rs.suppress);
@@ -143,6 +145,10 @@ static int write_scoped(enum wire_trigger trigger, int device, const report_oom_
                         uint64_t oom_suppressed, const report_threshold_info_t *thr,
                         const write_scope_t *scope)
 {
+    if (!report_cjson_load(1)) { /* one line, the first time */
+        rs.stats.failed++;
+        return -1;
+    }
     uint64_t seq = rs.seq + 1;
     report_refusals_t refusals;
     refusal_summary(&refusals);
@@ -219,7 +225,7 @@ static int write_scoped(enum wire_trigger trigger, int device, const report_oom_
     const char *what = "";
     int r = report_file_write(path, text, len + 1, seq, &what);
     int e = errno;
-    free(text);
+    cJSON_free(text);
     if (r != 0) {
         free(sites);
         rs.stats.failed++;
@@ -229,7 +235,7 @@ static int write_scoped(enum wire_trigger trigger, int device, const report_oom_
     }
     rs.stats.written++;
     snprintf(rs.stats.last_path, sizeof rs.stats.last_path, "%s", path);
-    log_info("%s report written to %s (%zu sites)", wire_trigger_name(trigger), path, nsites);
+    log_notice("%s report written to %s (%zu sites)", wire_trigger_name(trigger), path, nsites);
 
     /* The new growth baseline. */
     report_baseline_entry_t *nb = nsites ? malloc(nsites * sizeof *nb) : NULL;

@@ -9,8 +9,8 @@
  *
  * The files of report/: report.c (this API: the report state, one report, exit/finalize/oom),
  * reporter.c (the background thread and the report signal), monitor.c (the pool-use thresholds),
- * report_file.c (atomic file writes), report_json.c (the document), symbolize.c (frames), trace.c
- * (the allocation trace recorder, trace.h).
+ * report_file.c (atomic file writes), report_json.c (the document), report_cjson.c (cJSON,
+ * loaded privately), symbolize.c (frames), trace.c (the allocation trace recorder, trace.h).
  *
  * Configuration comes in once, typed, from whoever owns the environment (the shim's option table):
  * report/ never reads NPUPOOL_* variables itself.
@@ -65,7 +65,10 @@ typedef struct report_source {
     /* Call cb once per option with its effective value as text (the report's "config"). */
     void (*for_each_option)(void *ctx, void (*cb)(void *cbctx, const char *name, const char *value),
                             void *cbctx);
-    void *ctx; /* passed to both */
+    /* The runtime library in use (the object defining the real aclrtMalloc): its path and GNU
+     * build id, each NULL when not known (yet).  Called under the report lock; may be NULL. */
+    void (*runtime)(void *ctx, const char **library, const char **build_id);
+    void *ctx; /* passed to all three */
 } report_source_t;
 
 /* Remember the configuration and the source (both copied; src may be NULL: no devices, no

@@ -22,10 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report_internal.h"
+#include "report_cjson.h"
+#include "buildid.h"
 #include "fmt.h"
 #include "rank.h"
 #include "symbolize.h"
+#include "version.h"
 
 /* ISO 8601 UTC with milliseconds ("2024-05-01T12:00:00.123Z"). */
 static void iso_time(double epoch_s, char *buf, size_t len)
@@ -122,6 +124,34 @@ static cJSON *build_process(jb_t *b, const report_input_t *in)
     str(b, p, "dump_time", t);
     num(b, p, "uptime_s", in->now_wall_s - in->start_wall_s);
     return p;
+}
+
+/* ---- npupool and the runtime ------------------------------------------------------------------- */
+
+/* Which npupool wrote the report: its version, and the build id and path of the object this code
+ * is in (libnpupool.so; a test program when linked statically). */
+static cJSON *build_npupool(jb_t *b)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    char bid[BUILDID_HEX_MAX], path[4096];
+    buildid_of_address((const void *)&report_json_build, bid, sizeof bid, path, sizeof path);
+    ref(b, o, "version", version_string());
+    str(b, o, "build_id", bid[0] ? bid : NULL);
+    str(b, o, "library", path[0] ? path : NULL);
+    return o;
+}
+
+/* Which runtime library served the process (the source knows; null when not known). */
+static cJSON *build_runtime(jb_t *b, const report_input_t *in)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    const char *library = NULL, *build_id = NULL;
+    if (in->src && in->src->runtime) in->src->runtime(in->src->ctx, &library, &build_id);
+    str(b, o, "library", library);
+    str(b, o, "build_id", build_id);
+    return o;
 }
 
 /* ---- config ------------------------------------------------------------------------------------ */
@@ -702,6 +732,8 @@ REPORT_HIDDEN cJSON *report_json_build(const report_input_t *in, struct symboliz
     str(&b, doc, "trigger", wire_trigger_name(in->trigger));
     num(&b, doc, "trigger_device", in->device);
     unum(&b, doc, "sequence", in->seq);
+    add(&b, doc, "npupool", build_npupool(&b));
+    add(&b, doc, "runtime", build_runtime(&b, in));
     add(&b, doc, "process", build_process(&b, in));
     add(&b, doc, "config", build_config(&b, in));
     add(&b, doc, "ledger", build_ledger(&b, in));

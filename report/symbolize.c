@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buildid.h"
 #include "elf_dyn.h"
 #include "ledger.h"
 #include "symbolize.h"
@@ -122,28 +123,10 @@ static const char *arena_str(symbolizer_t *s, const char *str, size_t len)
 
 static const char *build_id_hex(symbolizer_t *s, const struct dl_phdr_info *info)
 {
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_NOTE) continue;
-        const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
-        const char *end = p + ph->p_memsz;
-        while (p + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
-            const char *name = p + sizeof *n;
-            const unsigned char *desc = (const unsigned char *)name + ((n->n_namesz + 3) & ~3u);
-            const char *next = (const char *)desc + ((n->n_descsz + 3) & ~3u);
-            if (next > end) break;
-            if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
-                n->n_descsz > 0 && n->n_descsz <= 64) {
-                char hex[129];
-                for (unsigned k = 0; k < n->n_descsz; k++)
-                    snprintf(hex + 2 * k, 3, "%02x", desc[k]);
-                return arena_str(s, hex, 2 * n->n_descsz);
-            }
-            p = next;
-        }
-    }
-    return NULL;
+    char hex[BUILDID_HEX_MAX];
+    size_t n =
+        buildid_of_phdrs(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, hex, sizeof hex);
+    return n ? arena_str(s, hex, n) : NULL;
 }
 
 static int snapshot_cb(struct dl_phdr_info *info, size_t size, void *ctx)

@@ -11,13 +11,16 @@
 
 #include <stdio.h>
 
+#include "buildid.h"
 #include "elf_lookup.h"
 #include "fmt.h"
 #include "ledger.h"
 #include "log.h"
 #include "options.h"
+#include "real.h"
 #include "report.h"
 #include "trace.h"
+#include "version.h"
 
 static void for_each_device(void *ctx,
                             void (*cb)(void *cbctx, int device, pool_t *pool,
@@ -46,6 +49,25 @@ static void for_each_option(void *ctx, void (*cb)(void *cbctx, const char *name,
     options_for_each(cb, cbctx);
 }
 
+/* The object that defines the real aclrtMalloc, its path and build id: looked for until found
+ * (a report before the runtime is loaded says null), then kept.  Reports are serialised by the
+ * report lock, the only caller. */
+static void runtime_library(void *ctx, const char **library, const char **build_id)
+{
+    static char path[4096], bid[BUILDID_HEX_MAX];
+    static int found;
+    (void)ctx;
+    if (!found) {
+        void *fn = real_get(REAL_aclrtMalloc);
+        if (fn) {
+            buildid_of_address(fn, bid, sizeof bid, path, sizeof path);
+            found = path[0] != 0;
+        }
+    }
+    *library = found ? path : NULL;
+    *build_id = found && bid[0] ? bid : NULL;
+}
+
 static void *glibc_dlsym(void *handle, const char *name)
 {
     elf_dlsym_fn f = elf_glibc_dlsym();
@@ -54,10 +76,17 @@ static void *glibc_dlsym(void *handle, const char *name)
 
 void observe_init(void)
 {
+    if (log_level_threshold >= LOG_INFO) { /* which npupool this is (phase 2: the loader's lock) */
+        char bid[BUILDID_HEX_MAX], path[4096];
+        buildid_of_address((const void *)&observe_init, bid, sizeof bid, path, sizeof path);
+        log_info("npupool %s, %s (build id %s)", version_string(), path, bid[0] ? bid : "none");
+    }
     npupool_config.ledger.dlsym = glibc_dlsym;
     ledger_init(&npupool_config.ledger);
     trace_open(npupool_config.trace);
-    report_source_t src = {.for_each_device = for_each_device, .for_each_option = for_each_option};
+    report_source_t src = {.for_each_device = for_each_device,
+                           .for_each_option = for_each_option,
+                           .runtime = runtime_library};
     report_init(&npupool_config.report, &src);
     report_start_background();
 }

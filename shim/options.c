@@ -60,7 +60,8 @@ static const option_def_t option_table[] = {
     {"NPUPOOL_DISABLE", OPT_BOOL, FIELD(disable), "0", 0, 1, 0,
      "1: pure pass-through, npupool does nothing"},
     {"NPUPOOL_LOG", OPT_LEVEL, FIELD(log_level), "warn", 0, 3, 0,
-     "stderr verbosity: `error`, `warn`, `info`, `debug`"},
+     "stderr verbosity: `error`, `warn` (also one line per report written, with its path), "
+     "`info`, `debug`; lines start `npupool[PID]:`, then `rank N:` when known"},
     {"NPUPOOL_BACKTRACE_DEPTH", OPT_INT, FIELD(ledger.backtrace_depth), "16", 0, 128, 0,
      "frames recorded per allocation site; 0 turns backtraces off"},
     {"NPUPOOL_REPORT", OPT_PATTERN, FIELD(report.pattern), "", 0, 0, 0,

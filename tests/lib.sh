@@ -5,6 +5,10 @@
 # program, no shim), stat NAME (a counter of the fake runtime from the last run), fail MSG,
 # skip MSG.  The fake's counters land in $STATS, written at exit by FAKEACL_STATS.  A case runs in
 # its own temporary directory ($TMPDIR_CASE); PROGS and SHIM are absolute paths.
+# Under an emulator (EMU set by tests/run.sh: make test-aarch64) programs run as `$EMU PROG`, and
+# LD_PRELOAD reaches the emulated program only (QEMU_SET_ENV), not the emulator itself; launch
+# PRELOAD PROG ARGS... does that for any program (exported: also in `bash -c` under timeout);
+# no_emu REASON skips a case, or the rest of one, that cannot run there.
 set -u
 : "${BUILD:=build}" "${VARIANT:=plain}" "${ROOT:=$(pwd)}"
 case "$BUILD" in /*) ABS_BUILD=$BUILD ;; *) ABS_BUILD="$ROOT/$BUILD" ;; esac
@@ -28,17 +32,33 @@ esac
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "$*"; exit 77; }
 
+EMU=${EMU:-}
+no_emu() { [ -z "$EMU" ] || skip "not under an emulator ($EMU): $*"; }
+
+launch() { # $1 = LD_PRELOAD for the program ("" = none), then the program and its arguments
+    local pre=$1; shift
+    if [ -z "$EMU" ]; then
+        LD_PRELOAD="$pre" "$@"
+    elif [ -n "$pre" ]; then
+        QEMU_SET_ENV="LD_PRELOAD=$pre" $EMU "$@"
+    else
+        $EMU "$@"
+    fi
+}
+
+export -f launch # for a program run under timeout: timeout N bash -c 'launch "$@"' launch PRE PROG
+
 run_preloaded() {
     local prog=$1; shift
     rm -f "$STATS"
     # in the case's directory: reports a run leaves land there, not in the work tree
-    (cd "$TMPDIR_CASE" && LD_PRELOAD="${SANRT:+$SANRT }$SHIM" "$PROGS/$prog" "$@")
+    (cd "$TMPDIR_CASE" && launch "${SANRT:+$SANRT }$SHIM" "$PROGS/$prog" "$@")
 }
 
 run_plain() {
     local prog=$1; shift
     rm -f "$STATS"
-    (cd "$TMPDIR_CASE" && LD_PRELOAD="${SANRT}" "$PROGS/$prog" "$@")
+    (cd "$TMPDIR_CASE" && launch "${SANRT}" "$PROGS/$prog" "$@")
 }
 
 stat() {

@@ -9,6 +9,9 @@
 #      (no header = plain only).  A case runs as `bash CASE` with BUILD, VARIANT, ROOT exported,
 #      exit 0 = pass, 77 = skip, anything else = fail.  Output goes to $BUILD/test-logs/.
 # Ends with one line "N passed, M failed, K skipped"; exits 1 if anything failed or nothing ran.
+# TEST_FILTER="a b": only the unit binaries and cases whose path contains one of the words.
+# EMU="qemu-aarch64 -L SYSROOT": runs the unit binaries (and, through tests/lib.sh, the cases'
+# programs) with that command in front (make test-aarch64).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -16,12 +19,21 @@ pass=0; fail=0; skip=0
 failed_names=()
 CASE_TIMEOUT=${TEST_TIMEOUT:-300}
 FILTER=${TEST_FILTER:-}
+EMU=${EMU:-}
+export EMU
+
+wanted() { # $1 = path: no filter, or it contains one of the filter's words
+    local w
+    [ -z "$FILTER" ] && return 0
+    for w in $FILTER; do [[ "$1" == *"$w"* ]] && return 0; done
+    return 1
+}
 
 run_unit() { # $1 = binary, $2 = variant
     local bin=$1 variant=$2 name log out rc okc notok
     name="$variant:unit:$(basename "$bin")"
     log="$BUILD/test-logs/unit-$(basename "$bin").log"
-    CMOCKA_MESSAGE_OUTPUT=TAP timeout "$CASE_TIMEOUT" "$bin" >"$log" 2>&1; rc=$?
+    CMOCKA_MESSAGE_OUTPUT=TAP timeout "$CASE_TIMEOUT" $EMU "$bin" >"$log" 2>&1; rc=$?
     okc=$(grep -cE '^ok [0-9]+' "$log"); notok=$(grep -cE '^not ok [0-9]+' "$log")
     if [ "$rc" -ne 0 ] && [ "$notok" -eq 0 ]; then notok=1; fi
     pass=$((pass + okc)); fail=$((fail + notok))
@@ -54,12 +66,12 @@ for BUILD in "$@"; do
     echo "== $variant build ($BUILD)"
     for bin in "$BUILD"/tests/unit/test_*; do
         [ -x "$bin" ] || continue
-        [ -n "$FILTER" ] && [[ "$bin" != *$FILTER* ]] && continue
+        wanted "$bin" || continue
         run_unit "$bin" "$variant"
     done
     for script in tests/cases/*.sh; do
         [ -f "$script" ] || continue
-        [ -n "$FILTER" ] && [[ "$script" != *$FILTER* ]] && continue
+        wanted "$script" || continue
         run_case "$script" "$variant"
     done
 done

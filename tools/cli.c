@@ -10,6 +10,7 @@
 
 #include "fmt.h"
 #include "input.h"
+#include "log.h"
 #include "parse.h"
 #include "tools.h"
 
@@ -397,11 +398,13 @@ static int no_command(const cli_cmd_t *const *cmds, int n, const char *name)
 
 int cli_main(const cli_cmd_t *const *cmds, int n, int argc, char **argv)
 {
+    log_set_tagged(0); /* one process on its own terminal: "npupool: " */
     if (argc < 2) {
         cli_overview(cmds, n, stderr);
         return TOOLS_BAD;
     }
     const char *name = argv[1];
+    if (strcmp(name, "--version") == 0) name = "version";
     if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
         if (argc >= 3 && strcmp(name, "help") == 0) {
             const cli_cmd_t *c = find_cmd(cmds, n, argv[2]);

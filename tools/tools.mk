@@ -17,7 +17,8 @@ TOOLS_LIB_SRCS := tools/tools.c tools/cli.c tools/input.c tools/jsonscan.c tools
                   tools/firstfit.c tools/symfile.c
 TOOLS_CMD_SRCS := tools/main.c tools/commands.c tools/cmd_summary.c tools/cmd_leaks.c tools/cmd_diff.c \
                   tools/cmd_flame.c tools/cmd_map.c tools/cmd_symbolize.c tools/cmd_replay.c \
-                  tools/cmd_export.c
+                  tools/cmd_export.c \
+                  tools/cmd_version.c
 TOOLS_LIB_OBJS := $(TOOLS_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_CMD_OBJS := $(TOOLS_CMD_SRCS:%.c=$(BUILD)/obj/%.o)
 TOOLS_LDLIBS   := -lcjson -ldw -lelf -lm

@@ -16,6 +16,6 @@ n=$(grep -c 'double free or interior pointer' "$TMPDIR_CASE/err")
 [ "$n" -eq 2 ] || fail "expected 2 misuse lines (interior pointer, double free), got $n"
 n=$(grep -c 'pointer unknown to npupool' "$TMPDIR_CASE/err")
 [ "$n" -eq 1 ] || fail "expected 1 line for the never-allocated pointer, got $n"
-grep -v '^npupool: ' "$TMPDIR_CASE/err" | grep -q . && fail "unexpected stderr lines"
-[ "$(grep -c "^npupool: " "$TMPDIR_CASE/err")" -eq 10 ] || fail "expected 10 npupool lines (7 bad arguments, 3 misuses)"
+grep -v '^npupool\[[0-9]*\]: ' "$TMPDIR_CASE/err" | grep -q . && fail "unexpected stderr lines"
+[ "$(grep -c "^npupool\[[0-9]*\]: " "$TMPDIR_CASE/err")" -eq 10 ] || fail "expected 10 npupool lines (7 bad arguments, 3 misuses)"
 exit 0

@@ -11,6 +11,15 @@
 #include "acl/acl.h"
 #include "check.h"
 
+/* glibc's first symbol version on this architecture: what malloc and free are versioned with. */
+#if defined(__aarch64__)
+#define GLIBC_BASE_VERSION "GLIBC_2.17"
+#elif defined(__x86_64__)
+#define GLIBC_BASE_VERSION "GLIBC_2.2.5"
+#else
+#error "add this architecture's first glibc symbol version"
+#endif
+
 typedef aclError (*malloc_fn)(void **, size_t, aclrtMemMallocPolicy);
 typedef aclError (*free_fn)(void *);
 typedef aclError (*setdev_fn)(int32_t);
@@ -30,9 +39,9 @@ int main(int argc, char **argv)
     if (strcmp(mode, "vsym") == 0) {
         /* dlvsym answers exactly as glibc's: versioned libc symbols are found, an unversioned
          * runtime's names under a made-up version are not. */
-        CHECK(dlvsym(RTLD_DEFAULT, "malloc", "GLIBC_2.2.5") != NULL);
+        CHECK(dlvsym(RTLD_DEFAULT, "malloc", GLIBC_BASE_VERSION) != NULL);
         CHECK(dlvsym(lib, "aclrtMalloc", "NO_SUCH_VERSION") == NULL);
-        CHECK(dlvsym(RTLD_NEXT, "free", "GLIBC_2.2.5") != NULL);
+        CHECK(dlvsym(RTLD_NEXT, "free", GLIBC_BASE_VERSION) != NULL);
     }
     setdev_fn set_device = (setdev_fn)LOOKUP("aclrtSetDevice");
     malloc_fn m_align32 = (malloc_fn)LOOKUP("aclrtMallocAlign32");

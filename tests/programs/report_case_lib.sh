@@ -5,6 +5,7 @@
 # need_jsonschema  skip unless python3-jsonschema is installed
 # check_reports ARGS...   tests/programs/check_report.py with the schema of this tree
 # reports PATTERN  the report files matching a glob in $TMPDIR_CASE, oldest first
+# build_id FILE    the GNU build id of an ELF file, as readelf -n prints it
 # Debian's interpreter first: mk/deps.sh installs python3-jsonschema for it, and a python3 earlier
 # on PATH (pyenv, a venv) may not see Debian's packages.
 if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
@@ -25,4 +26,8 @@ check_reports() {
 
 reports() {
     ls -1tr "$TMPDIR_CASE"/$1 2>/dev/null
+}
+
+build_id() {
+    readelf -n "$1" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p'
 }

@@ -54,7 +54,19 @@ static void rt_for_each_option(void *ctx, void (*cb)(void *, const char *, const
     cb(cbctx, "NPUPOOL_REPORT_FREE_MAP", v);
 }
 
-static const report_source_t rt_source = {rt_for_each_device, rt_for_each_option, NULL};
+/* As the shim would name the runtime library it forwards to. */
+#define RT_RUNTIME_LIBRARY "/opt/fake/lib64/libascendcl.so"
+#define RT_RUNTIME_BUILD_ID "0123456789abcdef0123456789abcdef01234567"
+static void rt_runtime(void *ctx, const char **library, const char **build_id)
+{
+    (void)ctx;
+    *library = RT_RUNTIME_LIBRARY;
+    *build_id = RT_RUNTIME_BUILD_ID;
+}
+
+static const report_source_t rt_source = {.for_each_device = rt_for_each_device,
+                                          .for_each_option = rt_for_each_option,
+                                          .runtime = rt_runtime};
 
 /* The shim's defaults (shim/options.c), with reports named `prefix`-%n.json in rt_dir. */
 static void rt_config_defaults(const char *prefix)
@@ -198,7 +210,9 @@ static void rt_stderr_begin(void)
     close(fd);
 }
 
-/* Returns the number of "npupool:" lines; copies the text into buf. */
+/* Returns the number of npupool's lines ("npupool[PID]: ..."), not counting the notices of
+ * reports written (one per report, at the default level: background reports may land in any
+ * window); copies the whole text into buf. */
 static int rt_stderr_end(char *buf, size_t len)
 {
     fflush(stderr);
@@ -210,7 +224,7 @@ static int rt_stderr_end(char *buf, size_t len)
     char line[1024];
     if (buf && len) buf[0] = 0;
     while (f && fgets(line, sizeof line, f)) {
-        if (!strncmp(line, "npupool: ", 9)) n++;
+        if (!strncmp(line, "npupool[", 8) && !strstr(line, " report written to ")) n++;
         size_t l = strlen(line);
         if (buf && used + l < len) {
             memcpy(buf + used, line, l + 1);

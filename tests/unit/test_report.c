@@ -18,7 +18,9 @@
 
 #include <cmocka.h>
 
+#include "buildid.h"
 #include "report_test_util.h"
+#include "version.h"
 
 static int line_small, line_big, line_temp, line_oom;
 
@@ -398,6 +400,29 @@ static void test_write_failures_cost_one_line(void **state)
     assert_int_equal(rt_stderr_end(NULL, 0), 1);
 }
 
+/* Every report names the npupool that wrote it (version, build id and path of the object the
+ * report code is in: this test program, which links it statically) and the runtime library. */
+static void test_report_names_npupool_and_runtime(void **state)
+{
+    (void)state;
+    rt_init();
+    rt_make_pool(0, (size_t)64 << 20);
+    leak_small();
+    assert_int_equal(report_write(WIRE_TRIGGER_SIGNAL, -1), 0);
+    cJSON *doc = rt_last_report();
+    assert_string_equal(rt_str(doc, "npupool.version"), version_string());
+    char bid[BUILDID_HEX_MAX], exe[4096];
+    assert_true(buildid_of_file("/proc/self/exe", bid, sizeof bid) >= 40); /* sha1 */
+    assert_string_equal(rt_str(doc, "npupool.build_id"), bid);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = 0;
+    assert_string_equal(rt_str(doc, "npupool.library"), exe);
+    assert_string_equal(rt_str(doc, "runtime.library"), RT_RUNTIME_LIBRARY);
+    assert_string_equal(rt_str(doc, "runtime.build_id"), RT_RUNTIME_BUILD_ID);
+    cJSON_Delete(doc);
+}
+
 static void test_symbols_off(void **state)
 {
     (void)state;
@@ -534,6 +559,7 @@ int main(void)
         cmocka_unit_test_setup(test_growth_between_reports, setup),
         cmocka_unit_test_setup(test_free_map_cap_keeps_largest, setup),
         cmocka_unit_test_setup(test_write_failures_cost_one_line, setup),
+        cmocka_unit_test_setup(test_report_names_npupool_and_runtime, setup),
         cmocka_unit_test_setup(test_symbols_off, setup),
         cmocka_unit_test_setup(test_exit_report_only_when_needed, setup),
         /* after it: a refusal left without a report of its own forces an exit report */

@@ -80,12 +80,13 @@ static void test_every_option_documented(void **state)
         const cli_cmd_t *cmd = commands_all[c];
         char *help = capture(print_help, cmd);
         char head[64], row[64];
-        snprintf(head, sizeof head, "usage: npupool %s ", cmd->name);
+        snprintf(head, sizeof head, "usage: npupool %s", cmd->name);
         assert_memory_equal(help, head, strlen(head));
-        snprintf(head, sizeof head, "  %s ", cmd->name);
+        assert_true(help[strlen(head)] == ' ' || help[strlen(head)] == '\n');
+        snprintf(head, sizeof head, "  %s", cmd->name); /* then operands, or the line's end */
         char *syn = section(overview, head, "  ");
         if (syn == NULL) fail_msg("%s: not in the overview", cmd->name);
-        snprintf(row, sizeof row, "| `%s ", cmd->name);
+        snprintf(row, sizeof row, "| `%s", cmd->name);
         char *doc = section(docs, row, "|");
         if (doc == NULL) fail_msg("%s: no row in docs/tools.md", cmd->name);
         assert_non_null(strstr(syn, cmd->purpose));
