@@ -269,7 +269,7 @@ static void report_bench(void)
            m.stack_bytes);
     char path[128];
     snprintf(path, sizeof path, "/tmp/npupool-bench-report-%d.json", (int)getpid());
-    report_source_t src = {for_each_device, NULL, NULL};
+    report_source_t src = {.for_each_device = for_each_device};
     for (int symbols = 0; symbols <= 1; symbols++) {
         report_config_t cfg = {.pattern = path,
                                .free_map_max = 4096,

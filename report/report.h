@@ -68,7 +68,7 @@ typedef struct report_source {
     /* The runtime library in use (the object defining the real aclrtMalloc): its path and GNU
      * build id, each NULL when not known (yet).  Called under the report lock; may be NULL. */
     void (*runtime)(void *ctx, const char **library, const char **build_id);
-    void *ctx; /* passed to all three */
+    void *ctx; /* passed to each of the above */
 } report_source_t;
 
 /* Remember the configuration and the source (both copied; src may be NULL: no devices, no

@@ -38,6 +38,6 @@ UNIT_TESTS += $(REPORT_TEST_BINS)
 $(BUILD)/obj/bench/bench_ledger.o: INC := $(REPORT_INC)
 $(BUILD)/bench/bench_ledger: $(BUILD)/obj/bench/bench_ledger.o $(REPORT_TEST_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $< $(REPORT_TEST_LIBS) $(REPORT_LDLIBS) $(LDFLAGS)
+	$(CC) -o $@ $< $(REPORT_TEST_LIBS) $(REPORT_LDLIBS) -lm $(LDFLAGS)
 
 BENCH_TARGETS += $(BUILD)/bench/bench_ledger
