@@ -101,7 +101,9 @@ include mk/install.mk mk/man.mk mk/aarch64.mk
 PRODUCT_TARGETS := $(filter-out $(BUILD)/tests/%,$(ALL_TARGETS))
 TEST_TARGETS    := $(filter $(BUILD)/tests/%,$(ALL_TARGETS))
 all: $(PRODUCT_TARGETS)
-tests: all $(TEST_TARGETS)
+# The benchmarks are built (not run) with the tests, so `make test` catches a bench that no longer
+# compiles or links; BENCH_TARGETS is empty in the sanitizer builds.
+tests: all $(TEST_TARGETS) $(BENCH_TARGETS)
 $(TEST_TARGETS): | $(DEPS_TEST_STAMP)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
