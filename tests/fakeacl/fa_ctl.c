@@ -82,6 +82,22 @@ void fakeacl_fail_nth_alloc(uint64_t n)
     fa_unlock();
 }
 
+void fakeacl_fail_nth_physical(uint64_t n)
+{
+    fa_init();
+    fa_lock();
+    fa_g.fail_phys_countdown = n;
+    fa_unlock();
+}
+
+void fakeacl_fail_nth_map(uint64_t n)
+{
+    fa_init();
+    fa_lock();
+    fa_g.fail_map_countdown = n;
+    fa_unlock();
+}
+
 void fakeacl_fail_above(size_t bytes)
 {
     fa_init();
@@ -286,6 +302,13 @@ static int check_phys(struct fa_rec *r, void *ctx)
     CHECK(c, r->fd >= 0 && r->size % FA_HUGE_PAGE == 0 && r->charged == r->size,
           "handle %#lx: fd %d, size %zu, charged %zu", (unsigned long)r->key, r->fd, r->size,
           r->charged);
+    if (r->dev >= 0 && r->dev < fa_g.ndev)
+        CHECK(c,
+              r->fd == fa_g.dev[r->dev].hbm_fd && r->offset % FA_HUGE_PAGE == 0 &&
+                  r->offset + r->size <= fa_g.dev[r->dev].hbm_next,
+              "handle %#lx: file %d offset %zu, its device's file %d (next %zu)",
+              (unsigned long)r->key, r->fd, r->offset, fa_g.dev[r->dev].hbm_fd,
+              fa_g.dev[r->dev].hbm_next);
     if (r->dev >= 0 && r->dev < FA_MAX_DEVICES) {
         c->charged[r->dev] += r->charged;
         c->live[r->dev]++;

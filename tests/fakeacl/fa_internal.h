@@ -36,6 +36,7 @@
 /* CANN codes the fake returns that include/acl/acl.h does not name (values from CANN's acl_base.h). */
 #define FA_ERROR_REPEAT_INITIALIZE 100002
 #define FA_ERROR_REPEAT_FINALIZE 100037
+#define FA_ERROR_FEATURE_NOT_SUPPORT 207000 /* ACL_ERROR_RT_FEATURE_NOT_SUPPORT */
 
 #define FA_MAX_DEVICES 64 /* FAKEACL_DEVICES may be 0..64 */
 #define FA_DEFAULT_DEVICES 2
@@ -44,6 +45,7 @@
 #define FA_HUGE_PAGE ((size_t)2 << 20)        /* 2 MiB huge page = VMM granularity */
 #define FA_HUGE1G_PAGE ((size_t)1 << 30)      /* 1 GiB page */
 #define FA_HUGE_FIRST_LIMIT ((size_t)1 << 20) /* HUGE_FIRST: blocks <= 1 MiB use normal pages */
+#define FA_HBM_FILE_BYTES ((size_t)1 << 46)   /* a device's physical-memory file (sparse) */
 
 /* ---- counters ------------------------------------------------------------------------------ */
 /* X(name): one counter per exported entry point (calls, success or not), then derived ones. */
@@ -87,6 +89,7 @@
     X(host_frees)        /* successful aclrtFreeHost */                                          \
     X(maps)              /* successful aclrtMapMem */                                            \
     X(unmaps)            /* successful aclrtUnmapMem */                                          \
+    X(map_failures)      /* aclrtMapMem refused by fault injection (207001) */                   \
     X(sync)              /* device synchronizations: aclrtSynchronizeDevice + FreeWithDevSync */ \
     X(reset_released)    /* blocks + handles released by aclrtResetDevice */
 
@@ -118,9 +121,10 @@ struct fa_rec {
                              range, or physical handle size (granularity-rounded) */
     size_t maplen;       /* bytes actually mmapped for a block, reservation or host area */
     size_t charged;      /* bytes charged to `dev`'s HBM (blocks, handles), else 0 */
-    size_t offset;       /* mapping: bytes into its handle */
+    size_t offset;       /* mapping: bytes into its handle; handle: bytes into its device's
+                            physical-memory file */
     int dev;             /* device id of a block or handle, else -1 */
-    int fd;              /* handle: memfd backing it, else -1 */
+    int fd;              /* handle: its device's physical-memory file (fa_dev.hbm_fd), else -1 */
     uint32_t nmaps;      /* reservation / handle: live mappings naming it */
     struct fa_rec *resv; /* mapping: its enclosing reservation */
     struct fa_rec *phys; /* mapping: its backing handle */
@@ -145,10 +149,12 @@ FA_HIDDEN size_t fa_table_chained(const struct fa_table *t); /* counts by walkin
 
 /* ---- global state (fa_core.c) ------------------------------------------------------------------ */
 struct fa_dev {
-    size_t budget;  /* bytes of HBM this device has */
-    size_t charged; /* bytes charged now (blocks + physical handles) */
-    size_t peak;    /* bytes: highest `charged` since start or fakeacl_reset_counts */
-    uint64_t live;  /* blocks + physical handles alive */
+    size_t budget;   /* bytes of HBM this device has */
+    size_t charged;  /* bytes charged now (blocks + physical handles) */
+    size_t peak;     /* bytes: highest `charged` since start or fakeacl_reset_counts */
+    uint64_t live;   /* blocks + physical handles alive */
+    int hbm_fd;      /* physical memory of handles: one sparse memfd, -1 until first needed */
+    size_t hbm_next; /* bytes: where the next handle starts in it (offsets are not reused) */
 };
 
 struct fa_state {
@@ -156,16 +162,19 @@ struct fa_state {
     int ndev;             /* device count (FAKEACL_DEVICES) */
     int initialized;      /* between aclInit and aclFinalize */
     struct fa_dev dev[FA_MAX_DEVICES];
-    struct fa_table blocks;   /* device blocks, key = address */
-    struct fa_table hosts;    /* aclrtMallocHost areas, key = address */
-    struct fa_table resvs;    /* reserved VA ranges, key = start address */
-    struct fa_table physs;    /* physical handles, key = handle value */
-    struct fa_table mappings; /* mappings, key = start address */
-    uint64_t next_handle;     /* handle values are never reused */
-    uint64_t fail_countdown;  /* HBM-charging calls until an injected failure; 0 = off */
-    size_t fail_above;        /* bytes: fail every charge request above this; 0 = off */
-    char stats_path[4096];    /* FAKEACL_STATS, "" = none */
-    size_t page;              /* host page size in bytes */
+    struct fa_table blocks;       /* device blocks, key = address */
+    struct fa_table hosts;        /* aclrtMallocHost areas, key = address */
+    struct fa_table resvs;        /* reserved VA ranges, key = start address */
+    struct fa_table physs;        /* physical handles, key = handle value */
+    struct fa_table mappings;     /* mappings, key = start address */
+    uint64_t next_handle;         /* handle values are never reused */
+    uint64_t fail_countdown;      /* HBM-charging calls until an injected failure; 0 = off */
+    size_t fail_above;            /* bytes: fail every charge request above this; 0 = off */
+    uint64_t fail_phys_countdown; /* aclrtMallocPhysical calls until an injected failure */
+    uint64_t fail_map_countdown;  /* aclrtMapMem calls until an injected failure */
+    int no_vmm;                   /* FAKEACL_VMM=0: an older runtime, the VMM calls answer 207000 */
+    char stats_path[4096];        /* FAKEACL_STATS, "" = none */
+    size_t page;                  /* host page size in bytes */
 };
 
 FA_HIDDEN extern struct fa_state fa_g;
