@@ -18,8 +18,9 @@
  *   - for each device d: dev[d].charged == sum of `charged` over device blocks and physical
  *     handles of d, and dev[d].live == their number;
  *   - every mapping lies inside its reservation and inside its handle; resv->nmaps and
- *     phys->nmaps equal the number of mappings that name them; mappings of a reservation do not
- *     overlap;
+ *     phys->nmaps equal the number of mappings that name them, which are exactly those on their
+ *     lists; a reservation's granule bits are set exactly under its mappings (so mappings of a
+ *     reservation do not overlap);
  *   - each table's `count` equals the number of records chained in it.
  */
 #ifndef FAKEACL_FA_INTERNAL_H
@@ -129,7 +130,13 @@ struct fa_rec {
     struct fa_rec *resv; /* mapping: its enclosing reservation */
     struct fa_rec *phys; /* mapping: its backing handle */
     struct fa_rec *sib;  /* mapping: next mapping of the same reservation */
-    struct fa_rec *maps; /* reservation: head of its mapping list (via sib) */
+    struct fa_rec *sib_prev;  /* mapping: previous one (NULL: the list head) */
+    struct fa_rec *psib;      /* mapping: next mapping of the same handle */
+    struct fa_rec *psib_prev; /* mapping: previous one (NULL: the list head) */
+    struct fa_rec *maps;      /* reservation: head of its mapping list (via sib) */
+    struct fa_rec *pmaps;     /* handle: head of its mapping list (via psib) */
+    uint64_t *gbits;          /* reservation: bit g set = granule g (2 MiB) is mapped; NULL
+                                 until its first mapping */
 };
 
 struct fa_table {

@@ -164,6 +164,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
     if (munmap((void *)r->key, r->maplen) != 0)
         fa_err("munmap(%p, %zu) of a reservation failed", (void *)r->key, r->maplen);
     fa_unlock();
+    free(r->gbits);
     free(r);
     return ACL_SUCCESS;
 }
@@ -269,18 +270,45 @@ static int resv_contains(struct fa_rec *r, void *ctx)
     return 0;
 }
 
+/* pre: lock held.  Set (on = 1) or clear the granule bits of [lo, lo+size) in reservation rv;
+ * with on = -1 only test: 1 when any of them is set. */
+static int granules_locked(struct fa_rec *rv, uintptr_t lo, size_t size, int on)
+{
+    size_t g0 = (lo - rv->key) / FA_HUGE_PAGE, g1 = g0 + size / FA_HUGE_PAGE;
+    for (size_t g = g0; g < g1; g++) {
+        uint64_t bit = 1ull << (g & 63);
+        if (on < 0) {
+            if (rv->gbits[g >> 6] & bit) return 1;
+        } else if (on) {
+            rv->gbits[g >> 6] |= bit;
+        } else {
+            rv->gbits[g >> 6] &= ~bit;
+        }
+    }
+    return 0;
+}
+
 /* pre: lock held.  Puts PROT_NONE reserved space back over mapping m and unlinks it from its
- * reservation and handle (not from fa_g.mappings). */
+ * reservation and handle (not from fa_g.mappings).  O(1) + its granules. */
 static void mapping_undo_locked(struct fa_rec *m)
 {
     void *p = mmap((void *)m->key, m->size, PROT_NONE, fa_anon_none | MAP_FIXED, -1, 0);
     if (p == MAP_FAILED)
         fa_err("restoring reserved space at %p (%zu bytes) failed", (void *)m->key, m->size);
-    struct fa_rec **pp = &m->resv->maps;
-    while (*pp != NULL && *pp != m) pp = &(*pp)->sib;
-    if (*pp == m) *pp = m->sib;
-    m->resv->nmaps--;
-    m->phys->nmaps--;
+    struct fa_rec *rv = m->resv, *ph = m->phys;
+    if (m->sib_prev)
+        m->sib_prev->sib = m->sib;
+    else
+        rv->maps = m->sib;
+    if (m->sib) m->sib->sib_prev = m->sib_prev;
+    if (m->psib_prev)
+        m->psib_prev->psib = m->psib;
+    else
+        ph->pmaps = m->psib;
+    if (m->psib) m->psib->psib_prev = m->psib_prev;
+    granules_locked(rv, m->key, m->size, 0);
+    rv->nmaps--;
+    ph->nmaps--;
 }
 
 aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
@@ -303,8 +331,15 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     struct resv_find f = {lo, lo + size, NULL};
     fa_table_walk(&fa_g.resvs, resv_contains, &f);
     if (f.found == NULL) goto out;
-    for (const struct fa_rec *o = f.found->maps; o != NULL; o = o->sib)
-        if (lo < o->key + o->size && o->key < lo + size) goto out;
+    if (f.found->gbits == NULL) {
+        size_t words = (f.found->size / FA_HUGE_PAGE + 63) / 64;
+        f.found->gbits = calloc(words ? words : 1, sizeof(uint64_t));
+        if (f.found->gbits == NULL) {
+            rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+            goto out;
+        }
+    }
+    if (granules_locked(f.found, lo, size, -1)) goto out; /* over or across a mapping */
     if (fa_g.fail_map_countdown != 0 && --fa_g.fail_map_countdown == 0) {
         fa_count(FA_C_map_failures);
         rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -325,7 +360,12 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     m->resv = f.found;
     m->phys = ph;
     m->sib = f.found->maps;
+    if (m->sib) m->sib->sib_prev = m;
     f.found->maps = m;
+    m->psib = ph->pmaps;
+    if (m->psib) m->psib->psib_prev = m;
+    ph->pmaps = m;
+    granules_locked(f.found, lo, size, 1);
     f.found->nmaps++;
     ph->nmaps++;
     if (fa_table_insert(&fa_g.mappings, m) != 0) {
@@ -375,18 +415,14 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
 }
 
 /* ---- device reset ----------------------------------------------------------------------------------- */
-static int unmap_if_phys(struct fa_rec *m, void *ctx)
-{
-    if (m->phys != ctx) return 0;
-    mapping_undo_locked(m);
-    free(m);
-    return 1;
-}
-
 static int release_handle_if_dev(struct fa_rec *r, void *ctx)
 {
     if (r->dev != *(const int *)ctx) return 0;
-    if (r->nmaps != 0) fa_table_walk(&fa_g.mappings, unmap_if_phys, r);
+    while (r->pmaps != NULL) {
+        struct fa_rec *m = fa_table_remove(&fa_g.mappings, r->pmaps->key);
+        mapping_undo_locked(m);
+        free(m);
+    }
     hbm_release_locked(r);
     fa_uncharge_locked(r->dev, r->charged);
     fa_count(FA_C_reset_released);

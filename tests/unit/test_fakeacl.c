@@ -789,6 +789,47 @@ static void test_vmm(void **state)
     assert_true(is_unmapped(r));
 }
 
+/* Tens of thousands of 2 MiB chunks (what a pool of 40 GiB on the virtual-memory API holds):
+ * no file descriptor per handle, every call stays cheap, reset releases them all. */
+static void test_vmm_many_chunks(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    aclrtPhysicalMemProp prop = {.location = {.id = 0, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
+    aclrtDrvMemHandle *h = calloc(N, sizeof *h);
+    assert_non_null(h);
+    void *r = NULL;
+    assert_int_equal(aclrtReserveMemAddress(&r, (size_t)N * 4 * MiB, 0, NULL, 0), ACL_SUCCESS);
+    int fd_before = dup(0);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(aclrtMallocPhysical(&h[i], 2 * MiB, &prop, 0), ACL_SUCCESS);
+        /* every other granule, so that no two mappings are neighbours */
+        assert_int_equal(aclrtMapMem((char *)r + (size_t)i * 4 * MiB, 2 * MiB, 0, h[i], 0),
+                         ACL_SUCCESS);
+    }
+    int fd_after = dup(0);
+    assert_true(fd_after - fd_before <= 2); /* at most the device's physical-memory file */
+    close(fd_before);
+    close(fd_after);
+    assert_int_equal(fakeacl_charged(0), (size_t)N * 2 * MiB);
+    assert_int_equal(fakeacl_check(), 0);
+    ((char *)r)[(size_t)(N - 1) * 4 * MiB] = 42; /* the last one is memory */
+    for (int i = 0; i < N / 2; i++) {
+        assert_int_equal(aclrtUnmapMem((char *)r + (size_t)i * 4 * MiB), ACL_SUCCESS);
+        assert_int_equal(aclrtFreePhysical(h[i]), ACL_SUCCESS);
+    }
+    assert_int_equal(fakeacl_check(), 0);
+    /* the rest goes with the device */
+    assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
+    assert_int_equal(fakeacl_charged(0), 0);
+    assert_int_equal(aclrtUnmapMem((char *)r + (size_t)(N - 1) * 4 * MiB),
+                     ACL_ERROR_RT_MEMORY_FREE);
+    assert_int_equal(fakeacl_check(), 0);
+    assert_int_equal(aclrtReleaseMemAddress(r), ACL_SUCCESS);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    free(h);
+}
+
 /* ---- fault injection ----------------------------------------------------------------------------------------- */
 static void test_fail_nth(void **state)
 {
@@ -1390,6 +1431,7 @@ int main(int argc, char **argv)
         T(test_mem_info),
         T(test_host_memory),
         T(test_vmm),
+        T(test_vmm_many_chunks),
         T(test_fail_nth),
         T(test_fail_above),
         T(test_counters_and_stats),
