@@ -53,6 +53,13 @@ extern "C" {
 
 typedef struct pool pool_t;
 
+/* The shape of a vmm pool as npupool makes it (the shim for a device, `npupool replay` for a
+ * trace), so that a replay answers for the live pool: chunks of POOL_VMM_CHUNK_DEFAULT bytes
+ * unless configured (NPUPOOL_CHUNK_BYTES: the option table's default is checked against this),
+ * an address range of POOL_VMM_VA_RATIO times the physical limit (shim/device.c says why). */
+#define POOL_VMM_CHUNK_DEFAULT ((size_t)2 << 20)
+#define POOL_VMM_VA_RATIO 4
+
 /* How a pool's range is backed by memory (pool_stats_t.backing). */
 enum pool_backing_kind {
     POOL_BACKING_BLOCK = 0, /* one runtime allocation (pool_create) */

@@ -1,10 +1,26 @@
-/* shim/device.c — per-device state: lazy pool creation, lookup by address, retirement.
+/* shim/device.c — per-device state: lazy pool creation, lookup by address, give-back,
+ * retirement and release.
  *
- * Owns: shim_devices[].  A pool is created at the first allocation on its device with ONE real
- * reservation of NPUPOOL_POOL_BYTES, or NPUPOOL_RATIO of the free HBM the runtime reports, in
- * 2 MiB units.  When the runtime refuses, the size backs off by 1/8 per step down to
- * RESERVE_MIN_BYTES; if every step is refused the device runs without a pool (every request
- * takes the fallback path) until aclrtResetDevice.  A retired pool's host metadata is destroyed
+ * Owns: shim_devices[] and the pools' backing on the runtime.  A pool is created at the first
+ * allocation on its device, sized NPUPOOL_POOL_BYTES, or NPUPOOL_RATIO of the free HBM the
+ * runtime reports:
+ *   vmm    (NPUPOOL_VMM=1 and the runtime has the virtual-memory API: its seven calls resolve
+ *          and aclrtMemGetAllocationGranularity answers) an address range of POOL_VMM_VA_RATIO times the
+ *          target (halved down to 1x while the runtime refuses), with the target mapped at once
+ *          in chunks of NPUPOOL_CHUNK_BYTES (pool_grow: as much as the runtime gives).  The
+ *          pool's backing (vmm_ops) is the runtime's aclrtMallocPhysical / aclrtFreePhysical /
+ *          aclrtMapMem / aclrtUnmapMem, called by pool/ on its slow paths with no npupool lock
+ *          held.  Why the range is 4x the target: VA costs nothing, and a stitch maps a fresh
+ *          stretch while the chunks it unmaps leave holes behind; with 4x, at least three
+ *          targets' worth of the range is unmapped at any time, in few large stretches
+ *          (`npupool replay --backing vmm` counts the refusals for want of a stretch: none on
+ *          the shipped traces at 4x, docs/tools.md).
+ *   block  otherwise, or when that fails: ONE runtime allocation in 2 MiB units.  When the
+ *          runtime refuses, the size backs off by 1/8 per step down to RESERVE_MIN_BYTES; if every
+ *          step is refused the device runs without a pool (every request takes the fallback path)
+ *          until aclrtResetDevice.
+ * Give-back: when the runtime refuses a request that does not go to the pool, the shim asks
+ * device_give_back for the pool's free chunks (vmm only) and retries the call once (entry.c).  A retired pool's host metadata is destroyed
  * only RETIRE_GRACE_NS after its retirement (at a later retirement), so a thread that loaded the
  * pool pointer just before a reset never touches freed metadata; at most RETIRE_KEEP_MAX are kept
  * (a program resetting in a tight loop), so host memory stays bounded.
@@ -79,9 +95,135 @@ static size_t reservation_target(int device)
 }
 
 typedef struct reservation {
-    void *base;   /* what the runtime returned */
-    size_t bytes; /* bytes the pool manages */
+    void *base;   /* what the runtime returned (block: the block; vmm: the address range) */
+    size_t bytes; /* bytes the pool manages (vmm: the address range) */
+    size_t limit; /* bytes the pool may hold (block: bytes; vmm: the physical target) */
+    int vmm;      /* 1: a virtual-memory pool */
 } reservation_t;
+
+/* ---- the virtual-memory backing (pool_backing_t over the runtime) ------------------------- */
+static int vmm_ids[NPUPOOL_MAX_DEVICES]; /* vmm_ids[d] == d: the backing's ctx for device d */
+
+static aclrtPhysicalMemProp vmm_prop(int device)
+{
+    return (aclrtPhysicalMemProp){
+        .handleType = ACL_MEM_HANDLE_TYPE_NONE,
+        .allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED,
+        .memAttr = ACL_HBM_MEM_HUGE,
+        .location = {.id = (uint32_t)device, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
+}
+
+static int vmm_phys_alloc(void *ctx, size_t bytes, uint64_t *handle)
+{
+    int device = *(const int *)ctx;
+    aclrtPhysicalMemProp prop = vmm_prop(device);
+    aclrtDrvMemHandle h = NULL;
+    aclError rc = REAL(aclrtMallocPhysical)(&h, bytes, &prop, 0);
+    wire_counter_add(&shim_devices[device].counters, real_allocs, 1);
+    if (rc != ACL_SUCCESS) return rc;
+    *handle = (uint64_t)(uintptr_t)h;
+    return 0;
+}
+
+static void vmm_phys_free(void *ctx, uint64_t handle)
+{
+    int device = *(const int *)ctx;
+    aclError rc = REAL(aclrtFreePhysical)((aclrtDrvMemHandle)(uintptr_t)handle);
+    wire_counter_add(&shim_devices[device].counters, real_frees, 1);
+    if (rc != ACL_SUCCESS)
+        log_warn("device %d: the runtime refused to free a pool chunk's physical memory (%d)",
+                 device, rc);
+}
+
+static int vmm_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
+{
+    int device = *(const int *)ctx;
+    aclError rc = REAL(aclrtMapMem)((void *)va, bytes, 0, (aclrtDrvMemHandle)(uintptr_t)handle, 0);
+    if (rc != ACL_SUCCESS)
+        log_debug("device %d: aclrtMapMem of a pool chunk at %p refused (%d)", device, (void *)va,
+                  rc);
+    return rc;
+}
+
+static int vmm_unmap(void *ctx, uintptr_t va)
+{
+    int device = *(const int *)ctx;
+    aclError rc = REAL(aclrtUnmapMem)((void *)va);
+    if (rc != ACL_SUCCESS)
+        log_warn("device %d: the runtime refused to unmap a pool chunk at %p (%d)", device,
+                 (void *)va, rc);
+    return rc;
+}
+
+/* The chunk size for this runtime: NPUPOOL_CHUNK_BYTES rounded up to a power of two and to at
+ * least the granularity (a power of two).  0 when the runtime has no usable API. */
+static size_t vmm_chunk(int device)
+{
+    if (!REAL(aclrtReserveMemAddress) || !REAL(aclrtReleaseMemAddress) ||
+        !REAL(aclrtMallocPhysical) || !REAL(aclrtFreePhysical) || !REAL(aclrtMapMem) ||
+        !REAL(aclrtUnmapMem) || !REAL(aclrtMemGetAllocationGranularity)) {
+        log_info("device %d: the runtime has no virtual-memory API; the pool is one block", device);
+        return 0;
+    }
+    aclrtPhysicalMemProp prop = vmm_prop(device);
+    size_t gran = 0;
+    aclError rc =
+        REAL(aclrtMemGetAllocationGranularity)(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &gran);
+    if (rc != ACL_SUCCESS || gran == 0 || (gran & (gran - 1)) || gran > ((size_t)1 << 30)) {
+        log_info("device %d: the runtime's virtual-memory API is not usable (granularity query "
+                 "answered %d, granularity %zu); the pool is one block",
+                 device, rc, gran);
+        return 0;
+    }
+    size_t chunk = gran;
+    while (chunk < npupool_config.chunk_bytes) chunk <<= 1;
+    return chunk;
+}
+
+/* Runtime calls only; no npupool lock held.  The pool, or NULL (nothing kept). */
+static pool_t *build_vmm_pool(int device, size_t chunk, reservation_t *out)
+{
+    size_t target = reservation_target(device) & ~(chunk - 1);
+    if (target == 0) return NULL;
+    void *va = NULL;
+    size_t vbytes = 0;
+    aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+    for (size_t ratio = POOL_VMM_VA_RATIO; ratio >= 1 && rc != ACL_SUCCESS; ratio /= 2) {
+        if (target > SIZE_MAX / ratio) continue;
+        vbytes = target * ratio;
+        rc = REAL(aclrtReserveMemAddress)(&va, vbytes, chunk, NULL, 0);
+    }
+    if (rc != ACL_SUCCESS) {
+        log_info("device %d: the runtime refused an address range for the pool (%d); the pool "
+                 "is one block",
+                 device, rc);
+        return NULL;
+    }
+    vmm_ids[device] = device;
+    pool_backing_t ops = {.ctx = &vmm_ids[device],
+                          .phys_alloc = vmm_phys_alloc,
+                          .phys_free = vmm_phys_free,
+                          .map = vmm_map,
+                          .unmap = vmm_unmap};
+    pool_t *pool = pool_create_vmm((uintptr_t)va, vbytes, chunk, target, &ops);
+    if (!pool) {
+        REAL(aclrtReleaseMemAddress)(va);
+        log_error("device %d: no host memory for pool metadata; trying one block", device);
+        return NULL;
+    }
+    size_t mapped = pool_grow(pool, target);
+    char h_mapped[FMT_BYTES_LEN], h_target[FMT_BYTES_LEN], h_chunk[FMT_BYTES_LEN],
+        h_va[FMT_BYTES_LEN];
+    log_info("device %d: pool on the virtual-memory API: %s of %s mapped in %s chunks, address "
+             "range of %s at %p",
+             device, fmt_bytes(h_mapped, mapped), fmt_bytes(h_target, target),
+             fmt_bytes(h_chunk, chunk), fmt_bytes(h_va, vbytes), va);
+    out->base = va;
+    out->bytes = vbytes;
+    out->limit = target;
+    out->vmm = 1;
+    return pool;
+}
 
 /* Runtime calls only; no npupool lock held.  0 on success. */
 static int reserve(shim_device_t *d, int device, reservation_t *out)
@@ -108,12 +250,19 @@ static int reserve(shim_device_t *d, int device, reservation_t *out)
     }
     out->base = base;
     out->bytes = size - 32;
+    out->limit = size - 32;
+    out->vmm = 0;
     return 0;
 }
 
 /* No npupool lock held.  Returns the new pool or NULL (then nothing is reserved). */
 static pool_t *build_pool(shim_device_t *d, int device, reservation_t *res)
 {
+    size_t chunk = npupool_config.vmm ? vmm_chunk(device) : 0;
+    if (chunk) {
+        pool_t *pool = build_vmm_pool(device, chunk, res);
+        if (pool) return pool;
+    }
     if (reserve(d, device, res) != 0) return NULL;
     pool_t *pool = pool_create((uintptr_t)res->base, res->bytes);
     if (!pool) {
@@ -151,7 +300,8 @@ pool_t *device_pool_get_or_create(int device)
         d->creating = 0;
         if (pool) {
             d->reservation = (uintptr_t)res.base;
-            d->reservation_bytes = res.bytes;
+            d->reservation_bytes = res.limit;
+            d->vmm = res.vmm;
             wire_counter_add(&d->counters, pool_reservations, 1);
             __atomic_store_n(&d->pool, pool, __ATOMIC_RELEASE);
             if (device > __atomic_load_n(&highest_device, __ATOMIC_RELAXED))
@@ -175,7 +325,9 @@ int device_of_pool_address(uintptr_t addr)
     return -1;
 }
 
-uintptr_t device_pool_retire(int device)
+/* Unpublish the device's pool (kept for the grace period).  *vmm (if non-NULL) says whether it
+ * was a virtual-memory pool. */
+static pool_t *retire(int device, uintptr_t *base_out, int *vmm)
 {
     shim_device_t *d = &shim_devices[device];
     pthread_mutex_lock(&shim_devices_lock);
@@ -183,10 +335,12 @@ uintptr_t device_pool_retire(int device)
     pool_t *pool = d->pool;
     uintptr_t base = d->reservation;
     d->reserve_failed = 0;
+    if (vmm) *vmm = d->vmm;
     if (pool) {
         __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
         d->reservation = 0;
         d->reservation_bytes = 0;
+        d->vmm = 0;
         __atomic_store_n(&d->pool_bytes, 0, __ATOMIC_RELAXED);
         uint64_t now = clock_mono_ns();
         reap_retired_locked(now);
@@ -199,7 +353,63 @@ uintptr_t device_pool_retire(int device)
         }
     }
     pthread_mutex_unlock(&shim_devices_lock);
-    return pool ? base : 0;
+    *base_out = pool ? base : 0;
+    return pool;
+}
+
+void device_pool_drop(int device)
+{
+    uintptr_t base;
+    int vmm;
+    if (!retire(device, &base, &vmm) || !vmm) return;
+    /* The reset released the chunks; the address range may have gone with them (CANN) or not
+     * (the fake keeps reservations): give it back, an error only means it is gone already. */
+    aclError rc = REAL(aclrtReleaseMemAddress) ? REAL(aclrtReleaseMemAddress)((void *)base)
+                                               : ACL_ERROR_UNINITIALIZE;
+    if (rc != ACL_SUCCESS)
+        log_debug("device %d reset: its pool's address range was already released (%d)", device,
+                  rc);
+}
+
+void device_pool_release(int device)
+{
+    uintptr_t base;
+    int vmm;
+    pool_t *pool = retire(device, &base, &vmm);
+    if (!pool) return;
+    shim_device_t *d = &shim_devices[device];
+    aclError rc;
+    if (vmm) {
+        int failed = pool_release_backing(pool); /* no npupool lock held from here */
+        rc = REAL(aclrtReleaseMemAddress) ? REAL(aclrtReleaseMemAddress)((void *)base)
+                                          : ACL_ERROR_UNINITIALIZE;
+        if (failed) rc = rc ? rc : ACL_ERROR_RT_INTERNAL_ERROR;
+    } else {
+        rc = REAL(aclrtFree) ? REAL(aclrtFree)((void *)base) : ACL_ERROR_UNINITIALIZE;
+        wire_counter_add(&d->counters, real_frees, 1);
+    }
+    if (rc != ACL_SUCCESS)
+        log_warn("aclFinalize: returning device %d's pool memory failed (%d)", device, rc);
+}
+
+size_t device_give_back(int device, size_t bytes, const char *call)
+{
+    if (!vocab_device_known(device)) return 0;
+    pool_t *pool = device_pool_peek(device);
+    if (!pool) return 0;
+    size_t given = pool_give_back(pool, bytes);
+    if (!given) return 0;
+    shim_device_t *d = &shim_devices[device];
+    wire_counter_add(&d->counters, give_backs, 1);
+    wire_counter_add(&d->counters, given_back_bytes, given);
+    if (!__atomic_exchange_n(&d->gave_back_said, 1, __ATOMIC_RELAXED)) {
+        char h[FMT_BYTES_LEN];
+        log_info("device %d: the runtime refused %s; npupool gave back %s of the pool's free "
+                 "chunks and retried it (said once; every give-back is counted in the reports' "
+                 "give_backs)",
+                 device, call, fmt_bytes(h, given));
+    }
+    return given;
 }
 
 /* Fork: the order is fork.c's table. */

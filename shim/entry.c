@@ -15,6 +15,9 @@
  * Requests the pool does not serve (other policies: P2P, 1 GiB pages, DDR/read-only flags; a cfg
  * naming another device; device ids outside 0..NPUPOOL_MAX_DEVICES-1) pass through and are
  * recorded (under device -1).
+ * Give-back: when the runtime answers 207001 to a request that does not go to the pool (a
+ * pass-through, a fallback, an application's aclrtMallocPhysical or aclrtReserveMemAddress), the
+ * device's pool gives free chunks back (device_give_back) and the call is retried once.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -75,6 +78,19 @@ static int cfg_names_other_device(const aclrtMallocConfig *cfg, int device)
     return 0;
 }
 
+/* The runtime refused `call` with rc on `device`: 1 when the pool gave chunks back, so that the
+ * caller retries once (counted as a rescue when the retry succeeds: rescued()). */
+static int give_back_for(aclError rc, int device, size_t bytes, const char *call)
+{
+    return rc == ACL_ERROR_RT_MEMORY_ALLOCATION && device_give_back(device, bytes, call) > 0;
+}
+
+static aclError rescued(aclError rc, int device)
+{
+    if (rc == ACL_SUCCESS) wire_counter_add(shim_counters_of(device), give_back_rescues, 1);
+    return rc;
+}
+
 static aclError record_forwarded(enum vocab_entry e, void **dev_ptr, size_t size, size_t granted,
                                  aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg, int device,
                                  enum vocab_origin origin, uint32_t stack)
@@ -82,6 +98,10 @@ static aclError record_forwarded(enum vocab_entry e, void **dev_ptr, size_t size
     aclError rc = forward_alloc(e, dev_ptr, size, policy, cfg);
     wire_counters_t *c = shim_counters_of(device);
     wire_counter_add(c, real_allocs, 1);
+    if (give_back_for(rc, device, granted, vocab_entry_name(e))) {
+        rc = rescued(forward_alloc(e, dev_ptr, size, policy, cfg), device);
+        wire_counter_add(c, real_allocs, 1);
+    }
     if (rc != ACL_SUCCESS) return rc;
     foreign_rec_t rec = {.device = device, .origin = origin, .granted = granted};
     if (foreign_add((uintptr_t)*dev_ptr, &rec) != 0)
@@ -281,7 +301,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
     aclError rc = REAL(aclrtResetDevice)(deviceId);
     if (rc == ACL_SUCCESS) {
         /* The runtime released every allocation of the device, the pool's reservation included. */
-        device_pool_retire(deviceId);
+        device_pool_drop(deviceId);
         size_t dropped = foreign_drop_device(deviceId);
         wire_counters_t *c = &shim_devices[deviceId].counters;
         wire_counter_sub(c, fallback_bytes, wire_counter_get(c, fallback_bytes));
@@ -300,15 +320,8 @@ EXPORT aclError aclFinalize(void)
     observe_before_finalize();
     /* Give reservations back while the runtime still works.  Blocks still live now are leaks: they
      * have just been reported and stay in the ledger, so the exit report lists them too. */
-    for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++) {
-        if (!device_pool_peek(dev)) continue;
-        uintptr_t base = device_pool_retire(dev);
-        if (!base) continue;
-        aclError frc = REAL(aclrtFree) ? REAL(aclrtFree)((void *)base) : ACL_ERROR_UNINITIALIZE;
-        wire_counter_add(&shim_devices[dev].counters, real_frees, 1);
-        if (frc != ACL_SUCCESS)
-            log_warn("aclFinalize: returning device %d's pool reservation failed (%d)", dev, frc);
-    }
+    for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++)
+        if (device_pool_peek(dev)) device_pool_release(dev);
     return REAL(aclFinalize)();
 }
 
@@ -320,8 +333,10 @@ EXPORT aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
     if (!REAL(aclrtMallocPhysical)) return ACL_ERROR_UNINITIALIZE;
     uint32_t stack = npupool_config.disable ? 0 : observe_capture_stack();
     aclError rc = REAL(aclrtMallocPhysical)(handle, size, prop, flags);
+    int device = prop && prop->location.id <= INT32_MAX ? (int)prop->location.id : -1;
+    if (!npupool_config.disable && give_back_for(rc, device, size, "aclrtMallocPhysical"))
+        rc = rescued(REAL(aclrtMallocPhysical)(handle, size, prop, flags), device);
     if (rc == ACL_SUCCESS && !npupool_config.disable && handle) {
-        int device = prop && prop->location.id <= INT32_MAX ? (int)prop->location.id : -1;
         observe_alloc((uintptr_t)*handle, vocab_device(device), size, size, VOCAB_MALLOC_PHYSICAL,
                       VOCAB_FROM_PASSTHROUGH, stack);
     }
@@ -360,6 +375,23 @@ EXPORT aclError aclrtUnmapMem(void *virPtr)
     if (npupool_config.disable || !virPtr) return REAL(aclrtUnmapMem)(virPtr);
     observe_forget((uintptr_t)virPtr, -1, 0);
     return REAL(aclrtUnmapMem)(virPtr);
+}
+
+/* An application's own address range: forwarded; a refusal is answered by a give-back of the
+ * current device's pool and one retry. */
+EXPORT aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
+                                       void *expectPtr, uint64_t flags)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtReserveMemAddress)) return ACL_ERROR_UNINITIALIZE;
+    aclError rc = REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags);
+    int device = -1;
+    if (rc == ACL_ERROR_RT_MEMORY_ALLOCATION && !npupool_config.disable && REAL(aclrtGetDevice) &&
+        REAL(aclrtGetDevice)(&device) == ACL_SUCCESS &&
+        give_back_for(rc, device, size, "aclrtReserveMemAddress"))
+        rc = rescued(REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags),
+                     device);
+    return rc;
 }
 
 /* Hidden aliases (see real.h): the shim's own addresses for dlsym substitution. */

@@ -2,11 +2,15 @@
  *
  * Owns: option parsing and the printed figures of replay; the engine is replay.c.  The pool size
  * is --pool-bytes, or --ratio of --device-bytes (the shim reserves NPUPOOL_RATIO of the free
- * device memory; 0.8 of 64 GiB by default, the fake runtime's device).  --min-pool bisects the
- * smallest pool that serves the whole trace with no refusal, per device.
+ * device memory; 0.8 of 64 GiB by default, the fake runtime's device); its backing is
+ * --backing (vmm, as the shim makes it where the runtime has the virtual-memory API, with
+ * --chunk-bytes; or block).  --min-pool bisects the smallest pool that serves the whole trace
+ * with no refusal, per device, then replays --verify larger sizes: a larger pool can do worse,
+ * and the figure printed is one that every checked larger size serves too.
  */
 #include "commands.h"
 #include "fmt.h"
+#include "pool.h"
 #include "replay.h"
 #include "tools.h"
 #include "wire.h"
@@ -25,6 +29,9 @@ enum {
     OPT_RESOLUTION,
     OPT_ROUNDING,
     OPT_ALLOCATOR,
+    OPT_BACKING,
+    OPT_CHUNK_BYTES,
+    OPT_VERIFY,
     OPT_CHECK,
     OPT_NO_TIMING,
     OPT_FAIL_ON_REFUSAL,
@@ -32,6 +39,7 @@ enum {
 /* The words of --rounding are enum replay_rounding in order, those of --allocator allocators[]. */
 static const replay_allocator_t *const allocators[] = {&replay_pool_allocator,
                                                        &replay_firstfit_allocator};
+/* (--allocator pool with --backing vmm is replay_pool_vmm_allocator.) */
 static const cli_opt_t replay_opts[] = {
     [OPT_POOL_BYTES] = {"pool-bytes", 0, CLI_SIZE, "N", NULL, CLI_POSITIVE,
                         "pool size per device (suffixes K, M, G, T; e.g. 12G)"},
@@ -44,7 +52,8 @@ static const cli_opt_t replay_opts[] = {
                       "0: it is refused, as with NPUPOOL_FALLBACK=0"},
     [OPT_MIN_POOL] = {"min-pool", 0, CLI_FLAG, NULL, NULL, 0,
                       "also find the smallest pool that runs the whole trace with no\n"
-                      "refusal (bisection; assumes a larger pool never does worse)"},
+                      "refusal (bisection, then --verify larger sizes replayed: a larger\n"
+                      "pool can do worse; the figure printed serves at each of them)"},
     [OPT_RESOLUTION] = {"resolution", 0, CLI_SIZE, "N", "64", CLI_POSITIVE,
                         "precision of --min-pool in bytes"},
     [OPT_ROUNDING] = {"rounding", 0, CLI_CHOICE, "acl|align32|none", "acl", 0,
@@ -53,6 +62,14 @@ static const cli_opt_t replay_opts[] = {
     [OPT_ALLOCATOR] = {"allocator", 0, CLI_CHOICE, "pool|firstfit", "pool", 0,
                        "the allocator to replay against; firstfit: the seed's first-fit\n"
                        "free list, the baseline of the benchmarks"},
+    [OPT_BACKING] = {"backing", 0, CLI_CHOICE, "vmm|block", "vmm", 0,
+                     "the pool's backing, as the shim's: vmm = chunks mapped into an address\n"
+                     "range (NPUPOOL_VMM=1 where the runtime has the API; they stitch and\n"
+                     "give back), block = one runtime allocation (NPUPOOL_VMM=0)"},
+    [OPT_CHUNK_BYTES] = {"chunk-bytes", 0, CLI_SIZE, "N", "2M", CLI_POSITIVE,
+                         "vmm: bytes per chunk, as NPUPOOL_CHUNK_BYTES (a power of two)"},
+    [OPT_VERIFY] = {"verify", 0, CLI_SIZE, "N", "100", 0,
+                    "--min-pool: larger sizes to replay after the bisection (0 = none)"},
     [OPT_CHECK] = {"check", 0, CLI_FLAG, NULL, NULL, 0,
                    "run the pool's invariant checker after every event (slow)"},
     [OPT_NO_TIMING] = {"no-timing", 0, CLI_FLAG, NULL, NULL, 0,
@@ -101,6 +118,10 @@ static void print_device(const trace_t *t, int i, const replay_dev_t *d, int fal
            d->final_frag * 100.0, d->worst_frag * 100.0, d->worst_frag_event + 1);
     printf("  free at end      %s, largest block %s\n", fmt_bytes(b1, d->final_free),
            fmt_bytes(b2, d->final_largest));
+    if (d->vmm)
+        printf("  stitching        %" PRIu64 " stitches remapped %" PRIu64 " chunks; %" PRIu64
+               " refusals for want of an unmapped stretch\n",
+               d->stitches, d->chunks_moved, d->va_refusals);
 }
 
 static int run(const cli_cmd_t *cmd, const cli_args_t *a)
@@ -112,6 +133,14 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     const int fail_on_refusal = a->v[OPT_FAIL_ON_REFUSAL].given;
     const int rounding = a->v[OPT_ROUNDING].choice;
     const replay_allocator_t *alloc = allocators[a->v[OPT_ALLOCATOR].choice];
+    const int vmm = alloc == &replay_pool_allocator && a->v[OPT_BACKING].choice == 0;
+    const uint64_t chunk = a->v[OPT_CHUNK_BYTES].u;
+    if (vmm) alloc = &replay_pool_vmm_allocator;
+    if (vmm &&
+        (chunk & (chunk - 1) || chunk < ((uint64_t)64 << 10) || chunk > ((uint64_t)1 << 30))) {
+        tools_err("--chunk-bytes %" PRIu64 " is not a power of two from 64 KiB to 1 GiB", chunk);
+        return TOOLS_BAD;
+    }
     uint64_t pool_bytes = a->v[OPT_POOL_BYTES].u;
     if (!a->v[OPT_POOL_BYTES].given)
         pool_bytes =
@@ -124,6 +153,7 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     replay_opts_t o = {
         .alloc = alloc,
         .pool_bytes = pool_bytes,
+        .chunk_bytes = chunk,
         .fallback = fallback,
         .rounding = rounding,
         .only_device = -1,
@@ -147,6 +177,11 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     printf("allocator    %s, %s (%" PRIu64 " bytes) per device, fallback %s, rounding %s\n",
            alloc->name, fmt_bytes(b1, pool_bytes), pool_bytes, fallback ? "on" : "off",
            a->v[OPT_ROUNDING].text);
+    if (alloc == &replay_pool_vmm_allocator)
+        printf("backing      vmm: %s chunks (the limit rounded down to them), address range %dx\n",
+               fmt_bytes(b1, chunk), POOL_VMM_VA_RATIO);
+    else if (alloc == &replay_pool_allocator)
+        printf("backing      block\n");
     uint64_t refused = 0;
     for (int i = 0; i < t.ndevices; i++) {
         print_device(&t, i, &r->dev[i], fallback);
@@ -161,19 +196,36 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
                r->seconds * 1e9 / (double)r->events, r->events, r->seconds);
 
     if (min_pool) {
-        printf("\nminimum pool with no refusal (bisection to %s):\n", fmt_bytes(b1, resolution));
+        const int verify = (int)(a->v[OPT_VERIFY].u > 100000 ? 100000 : a->v[OPT_VERIFY].u);
+        const uint64_t res = replay_resolution(&o, resolution);
+        printf("\nminimum pool with no refusal (bisection to %s, then %d larger sizes checked):\n",
+               fmt_bytes(b1, res), verify);
         for (int i = 0; i < t.ndevices; i++) {
-            int probes;
             uint64_t peak = replay_live_peak(&t, i, rounding, alloc->align ? alloc->align : 1);
-            uint64_t m = replay_min_pool(&t, i, &o, resolution, &probes);
-            if (m == 0) {
+            replay_min_pool_result_t m;
+            replay_min_pool_verified(&t, i, &o, resolution, verify, &m);
+            if (m.min == 0) {
                 printf("  device %ld: none up to 1 PiB\n", t.device_ids[i]);
                 continue;
             }
             printf("  device %ld: %s (%" PRIu64 " bytes); live peak %s (%" PRIu64 " bytes): "
                    "fragmentation costs %+.2f%% [%d replays]\n",
-                   t.device_ids[i], fmt_bytes(b1, m), m, fmt_bytes(b2, peak), peak,
-                   peak ? ((double)m - (double)peak) * 100.0 / (double)peak : 0.0, probes);
+                   t.device_ids[i], fmt_bytes(b1, m.safe), m.safe, fmt_bytes(b2, peak), peak,
+                   peak ? ((double)m.safe - (double)peak) * 100.0 / (double)peak : 0.0, m.probes);
+            if (m.checked && !m.refused)
+                printf("             every one of %" PRIu64 " larger sizes up to %s serves too\n",
+                       m.checked, fmt_bytes(b1, m.checked_to));
+            if (m.refused) {
+                char b3[FMT_BYTES_LEN];
+                printf("             not monotone: the bisection found %s (%" PRIu64
+                       " bytes), but %" PRIu64 " of %" PRIu64
+                       " larger sizes checked refuse a request (from %s to %s); %s is the\n"
+                       "             smallest checked size above all of them, and every "
+                       "checked size from it up to %s serves\n",
+                       fmt_bytes(b1, m.min), m.min, m.refused, m.checked,
+                       fmt_bytes(b2, m.first_refused), fmt_bytes(b3, m.last_refused),
+                       m.safe ? "the figure above" : "none", fmt_bytes(b3, m.checked_to));
+            }
         }
     }
     if (r->violations)

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -47,6 +50,8 @@ typedef struct sim {
     uint64_t fail_unmap_at; /* the n-th unmap fails */
     uint64_t calls;         /* backing calls */
     int breaches;           /* calls that broke the contract */
+    int hold_map;           /* 1: the next map waits (outside the lock) until released; atomic */
+    int in_map;             /* 1 while a map waits there; atomic */
 } sim_t;
 
 static void breach(sim_t *s, const char *what, uint64_t x)
@@ -98,6 +103,13 @@ static void sim_phys_free(void *ctx, uint64_t handle)
 static int sim_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
 {
     sim_t *s = ctx;
+    if (__atomic_exchange_n(&s->hold_map, 0, __ATOMIC_ACQ_REL)) {
+        __atomic_store_n(&s->in_map, 1, __ATOMIC_RELEASE);
+        while (__atomic_load_n(&s->in_map, __ATOMIC_ACQUIRE)) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
     pthread_mutex_lock(&s->lock);
     s->calls++;
     int rc = -1;
@@ -643,11 +655,14 @@ typedef struct worker {
 } worker_t;
 
 static volatile int stop_taker; /* set once the workers are joined */
+static uint64_t taker_rounds;   /* give-backs the taker asked for so far (atomic) */
+#define TAKER_ROUNDS_MIN 50     /* workers keep going until the taker did this many */
 
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
-    for (int op = 0; op < 4000; op++) {
+    for (int op = 0;
+         op < 4000 || __atomic_load_n(&taker_rounds, __ATOMIC_ACQUIRE) < TAKER_ROUNDS_MIN; op++) {
         if (w->n == 0 || (w->n < KEEP && rng_next(&w->seed) % 100 < 55)) {
             size_t g = log_size(&w->seed, 8 * MiB);
             uintptr_t a;
@@ -683,6 +698,7 @@ static void *taker_main(void *arg)
         t->sim->budget = t->sim->held + (rng_next(&r) % 2 ? 0 : got); /* sometimes keep it */
         pthread_mutex_unlock(&t->sim->lock);
         t->rounds++;
+        __atomic_store_n(&taker_rounds, t->rounds, __ATOMIC_RELEASE);
         char why[128];
         if (pool_check(t->pool, why, sizeof why) != 0) {
             print_error("pool_check during the threads: %s\n", why);
@@ -702,6 +718,7 @@ static void test_threads_with_give_back(void **state)
     pthread_t th[NTHREADS], tt;
     taker_t t = {.pool = p, .sim = &s};
     stop_taker = 0;
+    taker_rounds = 0;
     assert_int_equal(pthread_create(&tt, NULL, taker_main, &t), 0);
     for (int i = 0; i < NTHREADS; i++) {
         w[i] = (worker_t){.pool = p, .seed = 1000 + (uint64_t)i};
@@ -712,7 +729,7 @@ static void test_threads_with_give_back(void **state)
     void *tr;
     pthread_join(tt, &tr);
     assert_null(tr);
-    assert_true(t.rounds > 0);
+    assert_true(t.rounds >= TAKER_ROUNDS_MIN);
     check_all(p, &s);
     /* No lost block: every live block is still the pool's, none overlaps another. */
     size_t total = 0;
@@ -732,6 +749,61 @@ static void test_threads_with_give_back(void **state)
     s.budget = 0;
     uintptr_t a = must_alloc(p, &s, 512 * MiB); /* back to the whole limit */
     must_free(p, &s, a);
+    done(p, &s);
+}
+
+typedef struct stitcher {
+    pool_t *pool;   /* shared */
+    uintptr_t addr; /* what it got */
+    int rc;         /* pool_alloc's answer */
+} stitcher_t;
+
+static void *stitcher_main(void *arg)
+{
+    stitcher_t *t = arg;
+    t->rc = pool_alloc(t->pool, 40 * MiB, 40 * MiB, &t->addr, NULL);
+    return NULL;
+}
+
+/* fork() while a thread is inside a slow path (the lock released, a stitch half done): the
+ * child's pool is consistent (its TRANSIT blocks stay in flight for good) and serves requests;
+ * the parent's slow path completes. */
+static void test_fork_during_slow_path(void **state)
+{
+    (void)state;
+    sim_t s;
+    pool_t *p = make(&s, 1 * GiB, 2 * MiB, 128 * MiB, 128 * MiB);
+    uintptr_t a[8];
+    for (int i = 0; i < 8; i++) a[i] = must_alloc(p, &s, 15 * MiB);
+    for (int i = 0; i < 8; i += 2) must_free(p, &s, a[i]);
+    stitcher_t t = {.pool = p};
+    pthread_t th;
+    s.hold_map = 1;
+    assert_int_equal(pthread_create(&th, NULL, stitcher_main, &t), 0);
+    while (!__atomic_load_n(&s.in_map, __ATOMIC_ACQUIRE)) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int bad = pool_check(p, NULL, 0);
+        uintptr_t x = 0;
+        int rc = pool_alloc(p, 4096, 4096, &x, NULL);
+        int rc2 = rc == POOL_OK ? pool_free(p, x, NULL, NULL) : rc;
+        bad += pool_check(p, NULL, 0);
+        pool_vmm_t *v = p->vmm;
+        _exit(bad == 0 && rc == POOL_OK && rc2 == POOL_OK && v->in_flight == 1 ? 0 : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    __atomic_store_n(&s.in_map, 0, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    assert_int_equal(t.rc, POOL_OK);
+    check_all(p, &s);
+    must_free(p, &s, t.addr);
+    for (int i = 1; i < 8; i += 2) must_free(p, &s, a[i]);
     done(p, &s);
 }
 
@@ -773,6 +845,7 @@ int main(void)
         cmocka_unit_test(test_random_64m_tight_va),
         cmocka_unit_test(test_random_small_chunks),
         cmocka_unit_test(test_threads_with_give_back),
+        cmocka_unit_test(test_fork_during_slow_path),
         cmocka_unit_test(test_checker_sees_chunks),
     };
     return cmocka_run_group_tests_name("pool_vmm", tests, NULL, NULL);
