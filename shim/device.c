@@ -5,25 +5,28 @@
  * allocation on its device, sized NPUPOOL_POOL_BYTES, or NPUPOOL_RATIO of the free HBM the
  * runtime reports:
  *   vmm    (NPUPOOL_VMM=1 and the runtime has the virtual-memory API: its seven calls resolve
- *          and aclrtMemGetAllocationGranularity answers) an address range of POOL_VMM_VA_RATIO times the
- *          target (halved down to 1x while the runtime refuses), with the target mapped at once
- *          in chunks of NPUPOOL_CHUNK_BYTES (pool_grow: as much as the runtime gives).  The
- *          pool's backing (vmm_ops) is the runtime's aclrtMallocPhysical / aclrtFreePhysical /
- *          aclrtMapMem / aclrtUnmapMem, called by pool/ on its slow paths with no npupool lock
- *          held.  Why the range is 4x the target: VA costs nothing, and a stitch maps a fresh
- *          stretch while the chunks it unmaps leave holes behind; with 4x, at least three
- *          targets' worth of the range is unmapped at any time, in few large stretches
- *          (`npupool replay --backing vmm` counts the refusals for want of a stretch: none on
- *          the shipped traces at 4x, docs/tools.md).
+ *          and aclrtMemGetAllocationGranularity answers) an address range of POOL_VMM_VA_RATIO
+ *          (4) times the target (halved down to 1x while the runtime refuses), with the target
+ *          mapped at once in chunks of NPUPOOL_CHUNK_BYTES (pool_grow: as much as the runtime
+ *          gives).  The pool's backing (vmm_phys_alloc, vmm_phys_free, vmm_map, vmm_unmap) is
+ *          the runtime's aclrtMallocPhysical / aclrtFreePhysical / aclrtMapMem / aclrtUnmapMem,
+ *          called by pool/ on its slow paths with no npupool lock held.
+ *          Why the range is 4x the target: VA costs nothing, and a stitch maps a fresh stretch
+ *          while the chunks it unmaps leave holes behind.  Measured (bench_frag, the seed
+ *          scenario, 3 seeds): the smallest pool that runs it is 1.004-1.005x the live peak
+ *          with a range of 2x or 4x, 1.09-1.16x with 1x (nothing to stitch into); at 4x no
+ *          request was refused for want of an unmapped stretch.  4x leaves room for longer
+ *          runs, at no cost.
  *   block  otherwise, or when that fails: ONE runtime allocation in 2 MiB units.  When the
- *          runtime refuses, the size backs off by 1/8 per step down to RESERVE_MIN_BYTES; if every
- *          step is refused the device runs without a pool (every request takes the fallback path)
- *          until aclrtResetDevice.
+ *          runtime refuses, the size backs off by 1/8 per step down to RESERVE_MIN_BYTES; if
+ *          every step is refused the device runs without a pool (every request takes the
+ *          fallback path) until aclrtResetDevice.
  * Give-back: when the runtime refuses a request that does not go to the pool, the shim asks
- * device_give_back for the pool's free chunks (vmm only) and retries the call once (entry.c).  A retired pool's host metadata is destroyed
- * only RETIRE_GRACE_NS after its retirement (at a later retirement), so a thread that loaded the
- * pool pointer just before a reset never touches freed metadata; at most RETIRE_KEEP_MAX are kept
- * (a program resetting in a tight loop), so host memory stays bounded.
+ * device_give_back for the pool's free chunks (vmm only) and retries the call once (entry.c).
+ * Retirement: a retired pool's host metadata is destroyed only RETIRE_GRACE_NS after its
+ * retirement (at a later retirement), so a thread that loaded the pool pointer just before a
+ * reset never touches freed metadata; at most RETIRE_KEEP_MAX are kept (a program resetting in
+ * a tight loop), so host memory stays bounded.
  *
  * Locking: shim_devices_lock guards the state fields of every device and is NEVER held across a
  * runtime call or a report: a device being built is marked `creating` and other threads wait on
