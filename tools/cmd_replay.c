@@ -216,15 +216,19 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
                 printf("             every one of %" PRIu64 " larger sizes up to %s serves too\n",
                        m.checked, fmt_bytes(b1, m.checked_to));
             if (m.refused) {
-                char b3[FMT_BYTES_LEN];
-                printf("             not monotone: the bisection found %s (%" PRIu64
-                       " bytes), but %" PRIu64 " of %" PRIu64
-                       " larger sizes checked refuse a request (from %s to %s); %s is the\n"
-                       "             smallest checked size above all of them, and every "
-                       "checked size from it up to %s serves\n",
+                char b3[FMT_BYTES_LEN], b4[FMT_BYTES_LEN], b5[FMT_BYTES_LEN];
+                printf("             not monotone: %s (%" PRIu64 " bytes) serves, but %" PRIu64
+                       " of %" PRIu64 " larger sizes checked refuse a request (%s = %" PRIu64
+                       " bytes .. %s);\n",
                        fmt_bytes(b1, m.min), m.min, m.refused, m.checked,
-                       fmt_bytes(b2, m.first_refused), fmt_bytes(b3, m.last_refused),
-                       m.safe ? "the figure above" : "none", fmt_bytes(b3, m.checked_to));
+                       fmt_bytes(b2, m.first_refused), m.first_refused,
+                       fmt_bytes(b3, m.last_refused));
+                if (m.safe)
+                    printf("             %s is the smallest checked size above them all, and "
+                           "every checked size from it up to %s serves\n",
+                           fmt_bytes(b4, m.safe), fmt_bytes(b5, m.checked_to));
+                else
+                    printf("             no checked size above them serves\n");
             }
         }
     }

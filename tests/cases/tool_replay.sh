@@ -50,6 +50,23 @@ done
 # the service trace leaks: its live bytes at the end are the planted 1 MiB buffers
 n=$(grep -c ',alloc,.*,1048576,0$' traces/service.trace)
 "$NP" replay traces/service.trace --no-timing | grep -q "allocations never freed" || fail "service leak not seen"
+# a larger pool can do worse: on serving.trace the block pool's bisection finds 12.6 GiB, but
+# larger sizes refuse; the figure printed serves at every size checked above it (and the vmm
+# pool, which stitches, is monotone there)
+out=$("$NP" replay traces/serving.trace --backing block --min-pool --no-timing) || fail "replay serving --min-pool"
+echo "$out" | grep -q 'not monotone: 12.6 GiB (13580797824 bytes) serves, but 8 of 125 larger sizes checked refuse' \
+    || { echo "$out"; fail "the block pool's non-monotone minimum was not reported"; }
+safe=$(echo "$out" | sed -n 's/^  device 0: .* (\([0-9]*\) bytes); live.*/\1/p')
+first=$(echo "$out" | sed -n 's/.*refuse a request ([^=]*= \([0-9]*\) bytes .*/\1/p')
+[ "$safe" = 14463549632 ] || fail "safe figure $safe"
+"$NP" replay traces/serving.trace --backing block --pool-bytes "$safe" --fallback 0 --fail-on-refusal >/dev/null \
+    || fail "the safe figure refuses"
+"$NP" replay traces/serving.trace --backing block --pool-bytes 13580797824 --fallback 0 --fail-on-refusal >/dev/null \
+    || fail "the bisection's figure must serve"
+"$NP" replay traces/serving.trace --backing block --pool-bytes "$first" --fallback 0 --fail-on-refusal >/dev/null
+[ $? -eq 1 ] || fail "the first refusing size ($first) must refuse"
+out=$("$NP" replay traces/serving.trace --min-pool --no-timing) || fail "replay serving --min-pool (vmm)"
+echo "$out" | grep -q 'every one of 125 larger sizes up to 22.7 GiB serves too' || { echo "$out"; fail "vmm: not monotone"; }
 # ratio and device size
 "$NP" replay traces/serving.trace --ratio 0.5 --device-bytes 16G --no-timing | grep -q '8.0 GiB (8589934592 bytes) per device' \
     || fail "--ratio of --device-bytes"
