@@ -127,25 +127,7 @@ typedef struct runner {
     size_t nlive;     /* entries */
 } runner_t;
 
-/* The simulated backing of the vmm pool: every call succeeds. */
-static int sim_phys_alloc(void *c, size_t b, uint64_t *h)
-{
-    (void)c, (void)b;
-    *h = 1;
-    return 0;
-}
-static void sim_phys_free(void *c, uint64_t h) { (void)c, (void)h; }
-static int sim_map(void *c, uintptr_t va, size_t b, uint64_t h)
-{
-    (void)c, (void)va, (void)b, (void)h;
-    return 0;
-}
-static int sim_unmap(void *c, uintptr_t va)
-{
-    (void)c, (void)va;
-    return 0;
-}
-static const pool_backing_t g_sim = {NULL, sim_phys_alloc, sim_phys_free, sim_map, sim_unmap};
+static pool_sim_t g_sim; /* the vmm pools' simulated backing */
 
 static void runner_open(runner_t *r, int kind, size_t size, size_t cap, int va_ratio)
 {
@@ -157,7 +139,8 @@ static void runner_open(runner_t *r, int kind, size_t size, size_t cap, int va_r
         r->pool = pool_create(POOL_BASE, size);
     } else if (kind == 2) {
         size_t limit = size & ~(2 * MiB - 1);
-        r->pool = pool_create_vmm(POOL_BASE, limit * (size_t)va_ratio, 2 * MiB, limit, &g_sim);
+        pool_backing_t sim = pool_sim_backing(&g_sim);
+        r->pool = pool_create_vmm(POOL_BASE, limit * (size_t)va_ratio, 2 * MiB, limit, &sim);
         if (r->pool) pool_grow(r->pool, limit);
     } else {
         r->ff = firstfit_create(size);

@@ -136,27 +136,8 @@ typedef struct alloc_ops {
 #define GiB ((size_t)1 << 30)
 
 /* ---- the simulated backing: every call succeeds and costs a counter ------------------------ */
-static uint64_t g_sim_calls;
-static int sim_phys_alloc(void *c, size_t b, uint64_t *h)
-{
-    (void)c, (void)b;
-    *h = ++g_sim_calls;
-    return 0;
-}
-static void sim_phys_free(void *c, uint64_t h) { (void)c, (void)h, g_sim_calls++; }
-static int sim_map(void *c, uintptr_t va, size_t b, uint64_t h)
-{
-    (void)c, (void)va, (void)b, (void)h;
-    g_sim_calls++;
-    return 0;
-}
-static int sim_unmap(void *c, uintptr_t va)
-{
-    (void)c, (void)va;
-    g_sim_calls++;
-    return 0;
-}
-static const pool_backing_t g_sim = {NULL, sim_phys_alloc, sim_phys_free, sim_map, sim_unmap};
+static pool_sim_t g_sim_state;
+static pool_backing_t g_sim;
 
 static pool_t *vmm_pool(uintptr_t base, size_t limit, size_t chunk, const pool_backing_t *b)
 {
@@ -169,7 +150,11 @@ static pool_t *vmm_pool(uintptr_t base, size_t limit, size_t chunk, const pool_b
 }
 
 static void *np_create(void) { return pool_create(POOL_BASE, POOL_RANGE); }
-static void *nv_create(void) { return vmm_pool(POOL_BASE, POOL_RANGE, 2 * MiB, &g_sim); }
+static void *nv_create(void)
+{
+    g_sim = pool_sim_backing(&g_sim_state);
+    return vmm_pool(POOL_BASE, POOL_RANGE, 2 * MiB, &g_sim);
+}
 static void np_destroy(void *c) { pool_destroy(c); }
 static int np_alloc(void *c, size_t size, uintptr_t *a)
 {
@@ -380,6 +365,7 @@ static double time_map(const pool_backing_t *b, size_t chunk)
 
 static void vmm_slow_paths(const char *argv0)
 {
+    g_sim = pool_sim_backing(&g_sim_state);
     int have_fake = fake_open(argv0) == 0;
     printf("\nvmm slow paths (median of %d; sim = simulated backing: the pool's own work; fake = "
            "build/fakeacl/libascendcl.so: one system call per backing call)\n",

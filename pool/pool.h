@@ -162,6 +162,14 @@ pool_t *pool_create_vmm(uintptr_t base, size_t size, size_t chunk, size_t limit,
  * first, or let the runtime release them: aclrtResetDevice). */
 void pool_destroy(pool_t *pool);
 
+/* A simulated device for a vmm pool (replay, benchmarks): every call succeeds, nothing is
+ * mapped; `calls` counts them, handles are 1, 2, 3...  The returned table's ctx is s. */
+typedef struct pool_sim {
+    uint64_t calls;       /* backing calls made */
+    uint64_t next_handle; /* the last handle handed out */
+} pool_sim_t;
+pool_backing_t pool_sim_backing(pool_sim_t *s);
+
 /* vmm: map up to `bytes` (rounded up to chunks, within the limit) of fresh physical memory into
  * the lowest unmapped stretch large enough.  Returns the bytes mapped (fewer when the backing
  * refused; 0 for a block pool).  Runs the backing with the lock released. */

@@ -1,8 +1,9 @@
 /* pool/pool_vmm.c — the virtual-memory backing of a pool: chunks mapped into a reserved address
  * range, growth, stitching, give-back, release.
  *
- * Owns: pool_create_vmm, pool_grow, pool_give_back, pool_release_backing, and the slow path
- * pool_alloc takes for a vmm pool when no free run can hold a request (pool_vmm_make_room).
+ * Owns: pool_create_vmm, pool_grow, pool_give_back, pool_release_backing, the slow path
+ * pool_alloc takes for a vmm pool when no free run can hold a request (pool_vmm_make_room), and
+ * the simulated backing of replay and the benchmarks (pool_sim_backing).
  *
  * Model.  The range [base, base+size) is cut into chunks of `chunk` bytes (a power of two); a
  * chunk is mapped (a physical handle of the backing is mapped there) or not.  The tiling of the
@@ -423,6 +424,45 @@ int pool_vmm_make_room(pool_t *p, size_t room, size_t need, int (*retry)(pool_t 
         if (!*grow_refused || grow == 0) return 0; /* only stitching alone is left to try */
     }
     return 0;
+}
+
+/* ---- the simulated backing ---------------------------------------------------------------- */
+static int sim_phys_alloc(void *ctx, size_t bytes, uint64_t *handle)
+{
+    pool_sim_t *s = ctx;
+    (void)bytes;
+    __atomic_add_fetch(&s->calls, 1, __ATOMIC_RELAXED);
+    *handle = __atomic_add_fetch(&s->next_handle, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static void sim_phys_free(void *ctx, uint64_t handle)
+{
+    (void)handle;
+    __atomic_add_fetch(&((pool_sim_t *)ctx)->calls, 1, __ATOMIC_RELAXED);
+}
+
+static int sim_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
+{
+    (void)va, (void)bytes, (void)handle;
+    __atomic_add_fetch(&((pool_sim_t *)ctx)->calls, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static int sim_unmap(void *ctx, uintptr_t va)
+{
+    (void)va;
+    __atomic_add_fetch(&((pool_sim_t *)ctx)->calls, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+pool_backing_t pool_sim_backing(pool_sim_t *s)
+{
+    return (pool_backing_t){.ctx = s,
+                            .phys_alloc = sim_phys_alloc,
+                            .phys_free = sim_phys_free,
+                            .map = sim_map,
+                            .unmap = sim_unmap};
 }
 
 /* ---- public ------------------------------------------------------------------------------ */

@@ -63,27 +63,9 @@ const replay_allocator_t replay_pool_allocator = {
 
 typedef struct vmm_replay {
     pool_t *pool;         /* the vmm pool */
-    uint64_t next_handle; /* handles handed out by the simulated backing */
+    pool_sim_t sim;       /* its simulated backing */
     uint64_t va_refusals; /* refusals for want of an unmapped stretch */
 } vmm_replay_t;
-
-static int sim_phys_alloc(void *ctx, size_t bytes, uint64_t *handle)
-{
-    (void)bytes;
-    *handle = ++((vmm_replay_t *)ctx)->next_handle;
-    return 0;
-}
-static void sim_phys_free(void *ctx, uint64_t handle) { (void)ctx, (void)handle; }
-static int sim_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
-{
-    (void)ctx, (void)va, (void)bytes, (void)handle;
-    return 0;
-}
-static int sim_unmap(void *ctx, uintptr_t va)
-{
-    (void)ctx, (void)va;
-    return 0;
-}
 
 static uint64_t chunk_of(const replay_opts_t *o)
 {
@@ -96,11 +78,7 @@ static void *va_create(uintptr_t base, size_t size, const replay_opts_t *o)
     if (limit == 0 || limit > SIZE_MAX / POOL_VMM_VA_RATIO) return NULL;
     vmm_replay_t *a = calloc(1, sizeof *a);
     if (a == NULL) return NULL;
-    pool_backing_t ops = {.ctx = a,
-                          .phys_alloc = sim_phys_alloc,
-                          .phys_free = sim_phys_free,
-                          .map = sim_map,
-                          .unmap = sim_unmap};
+    pool_backing_t ops = pool_sim_backing(&a->sim);
     a->pool = pool_create_vmm(base, limit * POOL_VMM_VA_RATIO, chunk, limit, &ops);
     if (a->pool == NULL || pool_grow(a->pool, limit) != limit) {
         pool_destroy(a->pool);

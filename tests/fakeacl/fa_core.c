@@ -128,13 +128,16 @@ static int opt_hbm(const char *v)
     return 0;
 }
 
-static int opt_fail_nth(const char *v)
+/* A fault countdown: the n-th call of its kind fails (0 = off). */
+static int opt_countdown(const char *v, uint64_t *countdown)
 {
     unsigned long long n;
     if (parse_uint(v, UINT64_MAX, &n) != 0) return -1;
-    fa_g.fail_countdown = n;
+    *countdown = n;
     return 0;
 }
+
+static int opt_fail_nth(const char *v) { return opt_countdown(v, &fa_g.fail_countdown); }
 
 static int opt_fail_above(const char *v)
 {
@@ -144,21 +147,8 @@ static int opt_fail_above(const char *v)
     return 0;
 }
 
-static int opt_fail_phys(const char *v)
-{
-    unsigned long long n;
-    if (parse_uint(v, UINT64_MAX, &n) != 0) return -1;
-    fa_g.fail_phys_countdown = n;
-    return 0;
-}
-
-static int opt_fail_map(const char *v)
-{
-    unsigned long long n;
-    if (parse_uint(v, UINT64_MAX, &n) != 0) return -1;
-    fa_g.fail_map_countdown = n;
-    return 0;
-}
+static int opt_fail_phys(const char *v) { return opt_countdown(v, &fa_g.fail_phys_countdown); }
+static int opt_fail_map(const char *v) { return opt_countdown(v, &fa_g.fail_map_countdown); }
 
 static int opt_vmm(const char *v)
 {

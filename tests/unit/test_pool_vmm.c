@@ -100,6 +100,14 @@ static void sim_phys_free(void *ctx, uint64_t handle)
     pthread_mutex_unlock(&s->lock);
 }
 
+/* 1 when va is the start of a chunk of the range (*i its index).  pre: s->lock held. */
+static int sim_chunk(const sim_t *s, uintptr_t va, size_t *i)
+{
+    if (va < s->base || va - s->base >= s->size || (va - s->base) % s->chunk) return 0;
+    *i = (va - s->base) / s->chunk;
+    return 1;
+}
+
 static int sim_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
 {
     sim_t *s = ctx;
@@ -113,8 +121,8 @@ static int sim_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
     pthread_mutex_lock(&s->lock);
     s->calls++;
     int rc = -1;
-    size_t i = (va - s->base) / s->chunk;
-    if (bytes != s->chunk || (va - s->base) % s->chunk || va < s->base || va - s->base >= s->size)
+    size_t i = 0;
+    if (bytes != s->chunk || !sim_chunk(s, va, &i))
         breach(s, "map outside the range, unaligned or not one chunk", va);
     else if (s->at[i] != UINT64_MAX)
         breach(s, "map over a mapping", va);
@@ -135,9 +143,8 @@ static int sim_unmap(void *ctx, uintptr_t va)
     pthread_mutex_lock(&s->lock);
     s->calls++;
     int rc = -1;
-    size_t i = (va - s->base) / s->chunk;
-    if (va < s->base || va - s->base >= s->size || (va - s->base) % s->chunk ||
-        s->at[i] == UINT64_MAX)
+    size_t i = 0;
+    if (!sim_chunk(s, va, &i) || s->at[i] == UINT64_MAX)
         breach(s, "unmap of what is not mapped", va);
     else if (!countdown(&s->fail_unmap_at)) {
         s->state[s->at[i]] = H_LIVE;

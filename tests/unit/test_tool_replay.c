@@ -60,6 +60,10 @@ static void test_min_pool_no_fragmentation(void **state)
     trace_read_release(&t);
 }
 
+#define KNOWN_ANSWER                                                                  \
+    HDR "1,1,alloc,0xa000,1024,0\n1,2,alloc,0xb000,1024,0\n1,3,alloc,0xc000,1024,0\n" \
+        "1,4,free,0xb000,,0\n1,5,alloc,0xd000,2048,0\n"
+
 /* A, B, C of 1 KiB, free B, then D of 2 KiB: live peak 4 KiB, but the 1 KiB hole between A and C
  * cannot hold D, so the pool needs A|hole|C|D = 5 KiB (the pool splits free blocks from their
  * start, as TLSF does).  Below that the replay must refuse D. */
@@ -67,9 +71,7 @@ static void test_min_pool_known_answer(void **state)
 {
     (void)state;
     trace_t t;
-    load(HDR "1,1,alloc,0xa000,1024,0\n1,2,alloc,0xb000,1024,0\n1,3,alloc,0xc000,1024,0\n"
-             "1,4,free,0xb000,,0\n1,5,alloc,0xd000,2048,0\n",
-         &t);
+    load(KNOWN_ANSWER, &t);
     replay_opts_t o = opts(0, 0);
     int probes;
     assert_int_equal(replay_live_peak(&t, 0, REPLAY_ROUND_NONE, 64), 4096);
@@ -98,9 +100,7 @@ static void test_min_pool_verified(void **state)
 {
     (void)state;
     trace_t t;
-    load(HDR "1,1,alloc,0xa000,1024,0\n1,2,alloc,0xb000,1024,0\n1,3,alloc,0xc000,1024,0\n"
-             "1,4,free,0xb000,,0\n1,5,alloc,0xd000,2048,0\n",
-         &t);
+    load(KNOWN_ANSWER, &t);
     replay_opts_t o = opts(0, 0);
     replay_min_pool_result_t m;
     replay_min_pool_verified(&t, 0, &o, 64, 10, &m);
