@@ -224,9 +224,12 @@ static struct fake {
 
 /* aclrtPhysicalMemProp of include/acl/acl.h (32 bytes): HBM huge pages on device 0. */
 static const struct {
-    int handle_type, alloc_type, attr;
-    uint32_t id, type;
-    uint64_t reserve;
+    int handle_type;  /* ACL_MEM_HANDLE_TYPE_NONE */
+    int alloc_type;   /* ACL_MEM_ALLOCATION_TYPE_PINNED */
+    int attr;         /* ACL_HBM_MEM_HUGE */
+    uint32_t id;      /* device 0 */
+    uint32_t type;    /* ACL_MEM_LOCATION_TYPE_DEVICE */
+    uint64_t reserve; /* 0 */
 } g_prop = {0, 0, 4, 0, 1, 0};
 
 static int fk_phys_alloc(void *c, size_t b, uint64_t *h)
