@@ -377,8 +377,10 @@ EXPORT aclError aclrtUnmapMem(void *virPtr)
     return REAL(aclrtUnmapMem)(virPtr);
 }
 
-/* An application's own address range: forwarded; a refusal is answered by a give-back of the
- * current device's pool and one retry. */
+/* An application's own address range: forwarded; a refusal is answered by a give-back of one
+ * chunk of the current device's pool (a reservation takes physical memory only for its page
+ * tables) and one retry, unless the range is larger than the device's memory (then the refusal
+ * cannot be for want of physical memory). */
 EXPORT aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
                                        void *expectPtr, uint64_t flags)
 {
@@ -386,9 +388,11 @@ EXPORT aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignm
     if (!REAL(aclrtReserveMemAddress)) return ACL_ERROR_UNINITIALIZE;
     aclError rc = REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags);
     int device = -1;
+    size_t free_b = 0, total_b = 0;
     if (rc == ACL_ERROR_RT_MEMORY_ALLOCATION && !npupool_config.disable && REAL(aclrtGetDevice) &&
-        REAL(aclrtGetDevice)(&device) == ACL_SUCCESS &&
-        give_back_for(rc, device, size, "aclrtReserveMemAddress"))
+        REAL(aclrtGetDevice)(&device) == ACL_SUCCESS && REAL(aclrtGetMemInfo) &&
+        REAL(aclrtGetMemInfo)(ACL_HBM_MEM, &free_b, &total_b) == ACL_SUCCESS && size <= total_b &&
+        give_back_for(rc, device, 1, "aclrtReserveMemAddress"))
         rc = rescued(REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags),
                      device);
     return rc;

@@ -27,6 +27,13 @@ done
 # a report of the pool after the give-backs: written by a signal is not possible here, so look
 # at the fake: the chunks the pool gave back were unmapped and freed
 [ "$(stat unmaps)" -gt 1000 ] && [ "$(stat physical_frees)" -ge "$(stat unmaps)" ] || fail "no chunk was given back"
+# a refused aclrtReserveMemAddress (the fake's second: the first is the pool's own range) is
+# answered by a give-back and one retry as well
+FAKEACL_FAIL_RESERVE_NTH=2 NPUPOOL_LOG=info run_preloaded expandable >"$TMPDIR_CASE/resv" 2>"$TMPDIR_CASE/err" \
+    || { cat "$TMPDIR_CASE/err"; fail "a refused reservation was not retried"; }
+[ "$(stat injected_failures)" -eq 1 ] || fail "the reservation was not refused"
+grep -q 'the runtime refused aclrtReserveMemAddress; npupool gave back 2.0 MiB' "$TMPDIR_CASE/err" \
+    || fail "the reservation's give-back was not said: $(grep 'gave back' "$TMPDIR_CASE/err")"
 NPUPOOL_VMM=0 run_preloaded expandable >"$TMPDIR_CASE/block" || fail "expandable fails beside a block pool"
 echo "block pool: the segment got $(val obtained "$TMPDIR_CASE/block")"
 [ "$(val obtained "$TMPDIR_CASE/block")" -lt $((alone / 2)) ] || fail "the block pool should keep its 80%"

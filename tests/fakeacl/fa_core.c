@@ -10,6 +10,7 @@
  *   FAKEACL_FAIL_ABOVE  every HBM-charging call whose block exceeds this fails (0 = off)
  *   FAKEACL_FAIL_PHYSICAL_NTH  the N-th aclrtMallocPhysical fails with 207001 (0 = off)
  *   FAKEACL_FAIL_MAP_NTH  the N-th aclrtMapMem fails with 207001 (0 = off)
+ *   FAKEACL_FAIL_RESERVE_NTH  the N-th aclrtReserveMemAddress fails with 207001 (0 = off)
  *   FAKEACL_VMM         0: behave as a runtime without the virtual-memory API (its seven calls
  *                       answer 207000, feature not supported)                  (default 1)
  *   FAKEACL_STATS       at exit write every counter to this path ("%p" -> pid)
@@ -149,6 +150,7 @@ static int opt_fail_above(const char *v)
 
 static int opt_fail_phys(const char *v) { return opt_countdown(v, &fa_g.fail_phys_countdown); }
 static int opt_fail_map(const char *v) { return opt_countdown(v, &fa_g.fail_map_countdown); }
+static int opt_fail_resv(const char *v) { return opt_countdown(v, &fa_g.fail_resv_countdown); }
 
 static int opt_vmm(const char *v)
 {
@@ -177,6 +179,7 @@ static const struct fa_option {
     {"FAKEACL_FAIL_ABOVE", "a size such as 1M (0 = off)", opt_fail_above},
     {"FAKEACL_FAIL_PHYSICAL_NTH", "an integer >= 0", opt_fail_phys},
     {"FAKEACL_FAIL_MAP_NTH", "an integer >= 0", opt_fail_map},
+    {"FAKEACL_FAIL_RESERVE_NTH", "an integer >= 0", opt_fail_resv},
     {"FAKEACL_VMM", "0 or 1", opt_vmm},
     {"FAKEACL_STATS", "a file path (%p = pid)", opt_stats},
 };

@@ -179,6 +179,7 @@ struct fa_state {
     size_t fail_above;            /* bytes: fail every charge request above this; 0 = off */
     uint64_t fail_phys_countdown; /* aclrtMallocPhysical calls until an injected failure */
     uint64_t fail_map_countdown;  /* aclrtMapMem calls until an injected failure */
+    uint64_t fail_resv_countdown; /* aclrtReserveMemAddress calls until an injected failure */
     int no_vmm;                   /* FAKEACL_VMM=0: an older runtime, the VMM calls answer 207000 */
     char stats_path[4096];        /* FAKEACL_STATS, "" = none */
     size_t page;                  /* host page size in bytes */

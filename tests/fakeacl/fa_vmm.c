@@ -20,7 +20,8 @@
  * Errors: NULL / size 0 -> 100000.  Reserve or allocate a size that is not a granularity
  * multiple -> 107000.  Map: virPtr, size, offset not granularity multiples, unknown handle, range
  * outside the handle, not inside one reservation, or overlapping a mapping -> 107000; an injected
- * map failure (FAKEACL_FAIL_MAP_NTH) -> 207001, nothing mapped.  Unmap / release / free of an
+ * map failure (FAKEACL_FAIL_MAP_NTH) -> 207001, nothing mapped; an injected reservation failure
+ * (FAKEACL_FAIL_RESERVE_NTH) -> 207001.  Unmap / release / free of an
  * unknown address or handle -> 207002.  Releasing a reservation or freeing a handle that still
  * has mappings -> 107000 (nothing changes; unmap first).  Physical location type other than
  * DEVICE -> 100000; bad location id -> 107001.  With FAKEACL_VMM=0 every call of this file
@@ -105,6 +106,13 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
         return ACL_ERROR_INVALID_PARAM;
     if (size > FA_MAX_REQUEST) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     if (size % FA_HUGE_PAGE != 0) return ACL_ERROR_RT_PARAM_INVALID;
+    fa_lock();
+    int injected = fa_g.fail_resv_countdown != 0 && --fa_g.fail_resv_countdown == 0;
+    fa_unlock();
+    if (injected) {
+        fa_count(FA_C_injected_failures);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
     size_t align = alignment == 0 ? FA_HUGE_PAGE : alignment;
     if (align < fa_g.page) align = fa_g.page;
     size_t len = ACL_ALIGN_UP(size, fa_g.page);

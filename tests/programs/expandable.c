@@ -67,7 +67,7 @@ int main(int argc, char **argv)
     CHECK_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &free0, &total), ACL_SUCCESS);
     printf("reported_free %zu\n", free0);
 
-    size_t cap = (total + 20 * MiB) / (20 * MiB) * (20 * MiB);
+    size_t cap = (total + 2 * MiB - 1) / (2 * MiB) * (2 * MiB); /* the device's size */
     void *va = NULL;
     CHECK_EQ(aclrtReserveMemAddress(&va, cap, 0, NULL, 0), ACL_SUCCESS);
     size_t used = 0;

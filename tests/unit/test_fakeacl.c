@@ -1191,9 +1191,15 @@ static int probe_main(void)
     return 0; /* exit() runs the fake's destructor, which writes FAKEACL_STATS */
 }
 
-static const char *const fakeacl_vars[] = {
-    "FAKEACL_DEVICES",           "FAKEACL_HBM_BYTES",    "FAKEACL_FAIL_NTH", "FAKEACL_FAIL_ABOVE",
-    "FAKEACL_FAIL_PHYSICAL_NTH", "FAKEACL_FAIL_MAP_NTH", "FAKEACL_VMM",      "FAKEACL_STATS"};
+static const char *const fakeacl_vars[] = {"FAKEACL_DEVICES",
+                                           "FAKEACL_HBM_BYTES",
+                                           "FAKEACL_FAIL_NTH",
+                                           "FAKEACL_FAIL_ABOVE",
+                                           "FAKEACL_FAIL_PHYSICAL_NTH",
+                                           "FAKEACL_FAIL_MAP_NTH",
+                                           "FAKEACL_FAIL_RESERVE_NTH",
+                                           "FAKEACL_VMM",
+                                           "FAKEACL_STATS"};
 
 struct probe {
     char out[4096]; /* probe's stdout */
@@ -1361,6 +1367,10 @@ static void test_env_faults(void **state)
     run_probe(&pr, phys);
     assert_int_equal(probe_value(&pr, "rc0"), 0); /* device blocks are not counted */
     assert_int_equal(probe_value(&pr, "phys"), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    const char *resv[] = {"FAKEACL_FAIL_RESERVE_NTH=1", NULL};
+    run_probe(&pr, resv);
+    assert_int_equal(probe_value(&pr, "resv"), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(probe_value(&pr, "phys"), 0);
     const char *map[] = {"FAKEACL_FAIL_MAP_NTH=1", NULL};
     run_probe(&pr, map);
     assert_int_equal(probe_value(&pr, "phys"), 0);
