@@ -16,8 +16,8 @@
  *   FAKEACL_STATS       at exit write every counter to this path ("%p" -> pid)
  * A bad value costs one `fakeacl:` line on stderr and keeps the default.
  *
- * Fork: prepare takes fa_g.lock, parent and child release it, so the child gets a consistent copy
- * of every table and keeps using it (its mappings of physical handles stay MAP_SHARED with the
+ * Fork: prepare takes fa_g.lock and then the records' lock, parent and child release them, so the
+ * child gets a consistent copy of every table and of the record storage and keeps using them (its mappings of physical handles stay MAP_SHARED with the
  * parent's, as memfd mappings do).
  */
 #include <errno.h>
@@ -184,9 +184,17 @@ static const struct fa_option {
     {"FAKEACL_STATS", "a file path (%p = pid)", opt_stats},
 };
 
-static void fork_prepare(void) { pthread_mutex_lock(&fa_g.lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&fa_g.lock); }
-static void fork_child(void) { pthread_mutex_unlock(&fa_g.lock); }
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&fa_g.lock);
+    pthread_mutex_lock(&fa_recs_lock);
+}
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&fa_recs_lock);
+    pthread_mutex_unlock(&fa_g.lock);
+}
+static void fork_child(void) { fork_parent(); }
 
 static void init_once(void)
 {

@@ -136,7 +136,8 @@ struct fa_rec {
     struct fa_rec *maps;      /* reservation: head of its mapping list (via sib) */
     struct fa_rec *pmaps;     /* handle: head of its mapping list (via psib) */
     uint64_t *gbits;          /* reservation: bit g set = granule g (2 MiB) is mapped; NULL
-                                 until its first mapping */
+                                 until its first mapping (mmap'ed, gbits_len bytes) */
+    size_t gbits_len;         /* reservation: bytes mapped for gbits */
 };
 
 struct fa_table {
@@ -144,6 +145,12 @@ struct fa_table {
     size_t nslot;         /* power of two, 0 before first insert */
     size_t count;         /* records held */
 };
+
+/* Records: zeroed, or NULL when out of memory; given back with fa_rec_free (NULL is ignored).
+ * Neither goes through malloc (fa_table.c says why).  fa_recs_lock: their leaf lock. */
+FA_HIDDEN struct fa_rec *fa_rec_new(void);
+FA_HIDDEN void fa_rec_free(struct fa_rec *r);
+FA_HIDDEN extern pthread_mutex_t fa_recs_lock;
 
 /* Visitor for fa_table_walk: return nonzero to unlink `r` (the visitor then owns it). */
 typedef int (*fa_visit_fn)(struct fa_rec *r, void *ctx);

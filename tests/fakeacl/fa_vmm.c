@@ -116,11 +116,11 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
     size_t align = alignment == 0 ? FA_HUGE_PAGE : alignment;
     if (align < fa_g.page) align = fa_g.page;
     size_t len = ACL_ALIGN_UP(size, fa_g.page);
-    struct fa_rec *r = calloc(1, sizeof(*r));
+    struct fa_rec *r = fa_rec_new();
     if (r == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     void *p = reserve_range(len, align, expectPtr);
     if (p == NULL) {
-        free(r);
+        fa_rec_free(r);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     r->key = (uintptr_t)p;
@@ -133,7 +133,7 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
     fa_unlock();
     if (!ok) {
         munmap(p, len);
-        free(r);
+        fa_rec_free(r);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     *virPtr = p;
@@ -172,8 +172,8 @@ aclError aclrtReleaseMemAddress(void *virPtr)
     if (munmap((void *)r->key, r->maplen) != 0)
         fa_err("munmap(%p, %zu) of a reservation failed", (void *)r->key, r->maplen);
     fa_unlock();
-    free(r->gbits);
-    free(r);
+    if (r->gbits != NULL) munmap(r->gbits, r->gbits_len);
+    fa_rec_free(r);
     return ACL_SUCCESS;
 }
 
@@ -195,7 +195,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     if (size % FA_HUGE_PAGE != 0) return ACL_ERROR_RT_PARAM_INVALID;
-    struct fa_rec *r = calloc(1, sizeof(*r));
+    struct fa_rec *r = fa_rec_new();
     if (r == NULL) {
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -210,7 +210,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
     }
     if (rc != ACL_SUCCESS) {
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         return rc;
     }
     struct fa_dev *d = &fa_g.dev[dev];
@@ -219,7 +219,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
         if (fd >= 0) fa_err("device %d: its physical-memory file is used up", dev);
         fa_uncharge_locked(dev, size);
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
@@ -232,7 +232,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
     if (fa_table_insert(&fa_g.physs, r) != 0) {
         fa_uncharge_locked(dev, size);
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
@@ -260,7 +260,7 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
     hbm_release_locked(r);
     fa_uncharge_locked(r->dev, r->charged);
     fa_unlock();
-    free(r);
+    fa_rec_free(r);
     fa_count(FA_C_physical_frees);
     return ACL_SUCCESS;
 }
@@ -328,7 +328,7 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     NO_VMM_CHECK();
     if (virPtr == NULL || size == 0 || handle == NULL) return ACL_ERROR_INVALID_PARAM;
     if (((uintptr_t)virPtr | size | offset) % FA_HUGE_PAGE != 0) return ACL_ERROR_RT_PARAM_INVALID;
-    struct fa_rec *m = calloc(1, sizeof(*m));
+    struct fa_rec *m = fa_rec_new();
     if (m == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     uintptr_t lo = (uintptr_t)virPtr;
     aclError rc = ACL_ERROR_RT_PARAM_INVALID;
@@ -339,13 +339,16 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     struct resv_find f = {lo, lo + size, NULL};
     fa_table_walk(&fa_g.resvs, resv_contains, &f);
     if (f.found == NULL) goto out;
-    if (f.found->gbits == NULL) {
-        size_t words = (f.found->size / FA_HUGE_PAGE + 63) / 64;
-        f.found->gbits = calloc(words ? words : 1, sizeof(uint64_t));
-        if (f.found->gbits == NULL) {
+    if (f.found->gbits == NULL) { /* mmap, not malloc: see fa_table.c */
+        size_t len = ((f.found->size / FA_HUGE_PAGE + 63) / 64 * sizeof(uint64_t) + fa_g.page - 1) /
+                     fa_g.page * fa_g.page;
+        void *bits = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (bits == MAP_FAILED) {
             rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
             goto out;
         }
+        f.found->gbits = bits;
+        f.found->gbits_len = len;
     }
     if (granules_locked(f.found, lo, size, -1)) goto out; /* over or across a mapping */
     if (fa_g.fail_map_countdown != 0 && --fa_g.fail_map_countdown == 0) {
@@ -385,7 +388,7 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     rc = ACL_SUCCESS;
 out:
     fa_unlock();
-    free(m);
+    fa_rec_free(m);
     if (rc == ACL_SUCCESS) fa_count(FA_C_maps);
     return rc;
 }
@@ -404,7 +407,7 @@ aclError aclrtUnmapMem(void *virPtr)
     }
     mapping_undo_locked(m);
     fa_unlock();
-    free(m);
+    fa_rec_free(m);
     fa_count(FA_C_unmaps);
     return ACL_SUCCESS;
 }
@@ -429,12 +432,12 @@ static int release_handle_if_dev(struct fa_rec *r, void *ctx)
     while (r->pmaps != NULL) {
         struct fa_rec *m = fa_table_remove(&fa_g.mappings, r->pmaps->key);
         mapping_undo_locked(m);
-        free(m);
+        fa_rec_free(m);
     }
     hbm_release_locked(r);
     fa_uncharge_locked(r->dev, r->charged);
     fa_count(FA_C_reset_released);
-    free(r);
+    fa_rec_free(r);
     return 1;
 }
 
