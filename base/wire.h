@@ -60,7 +60,12 @@ static inline const char *wire_trigger_name(enum wire_trigger t)
     X(real_allocs, "allocation calls that reached the runtime (reservations included)")     \
     X(real_frees, "free calls that reached the runtime")                                    \
     X(pool_reservations, "pools created on the device (1 + one per reset)")                 \
-    X(reservation_failures, "refused reservation attempts (each back-off step)")
+    X(reservation_failures, "refused reservation attempts (each back-off step)")            \
+    X(give_backs,                                                                           \
+      "runtime refusals of requests outside the pool answered by giving free pool chunks "  \
+      "back (the call was then retried once)")                                              \
+    X(given_back_bytes, "bytes of free pool chunks unmapped and freed for them")            \
+    X(give_back_rescues, "retried calls the runtime then served")
 
 /* One device's counters: relaxed atomics, read field by field (a reader may see a set torn across
  * fields, never a torn field). */

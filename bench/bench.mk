@@ -1,5 +1,7 @@
 # bench/bench.mk — `make bench`: pool benchmarks (plain build only, -O2; not part of the tests).
-#   $(BUILD)/bench/bench_pool   free+malloc pair latency: npupool vs glibc vs the seed's first fit
+#   $(BUILD)/bench/bench_pool   free+malloc pair latency: npupool (block and vmm backing) vs glibc
+#                               vs the seed's first fit; the vmm pool's slow paths (dlopen()s the
+#                               fake runtime for their cost over a runtime)
 #   $(BUILD)/bench/bench_frag   fragmentation and minimal pool size on the seed's tensor scenario
 # BENCH_ARGS_POOL (default empty = 200000 timed pairs) is passed to bench_pool.
 
@@ -9,9 +11,9 @@ $(BENCH_OBJS): CFLAGS += -O2
 $(BENCH_OBJS): INC := $(POOL_INC) -Itools
 
 $(BUILD)/bench/bench_pool: $(BUILD)/obj/bench/bench_pool.o $(BUILD)/obj/tools/firstfit.o \
-                           $(POOL_LIB)
+                           $(POOL_LIB) | $(FAKEACL_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ -lm
+	$(CC) $(LDFLAGS) -o $@ $(filter-out $(FAKEACL_LIB),$^) -lm -ldl
 
 $(BUILD)/bench/bench_frag: $(BUILD)/obj/bench/bench_frag.o $(BUILD)/obj/tools/firstfit.o \
                            $(POOL_LIB)

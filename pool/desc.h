@@ -34,16 +34,20 @@ static inline size_t desc_align(size_t n)
 }
 
 enum desc_state {
-    DESC_UNUSED = 0, /* on the storage's free list */
-    DESC_FREE = 1,   /* free, listed in the large heap's class list (tlsf.h) */
-    DESC_LIVE = 2,   /* an allocation, in the pool's address map */
-    DESC_PAGE = 3,   /* a slab page (its slab_page_t in `page`, slab.h) */
+    DESC_UNUSED = 0,  /* on the storage's free list */
+    DESC_FREE = 1,    /* free, listed in the large heap's class list (tlsf.h) */
+    DESC_LIVE = 2,    /* an allocation, in the pool's address map */
+    DESC_PAGE = 3,    /* a slab page (its slab_page_t in `page`, slab.h) */
+    DESC_VOID = 4,    /* virtual-memory backing: address range with no physical memory mapped,
+                        chunk aligned, listed in the pool's void heap (pool_vmm.c) */
+    DESC_TRANSIT = 5, /* virtual-memory backing: taken by a slow path that is mapping or
+                         unmapping its chunks with the pool lock released (pool_vmm.c) */
 };
 
 typedef struct desc desc_t;
 struct slab_page;
 /* 64 bytes, one cache line (storage pages are 64-byte aligned).  The free-list links and the
- * live-block sizes share storage: a block is never FREE and LIVE at once. */
+ * live-block sizes share storage: a block is never FREE (or VOID) and LIVE at once. */
 struct desc {
     uintptr_t addr;    /* first byte (absolute address), POOL_ALIGN aligned */
     size_t size;       /* bytes, a multiple of POOL_ALIGN, > 0 */
@@ -58,7 +62,7 @@ struct desc {
             size_t granted;   /* LIVE: bytes the caller's contract gives it (<= size) */
             size_t requested; /* LIVE: bytes the application asked for (statistics) */
         };
-    };
+    }; /* FREE and VOID blocks use the list links (each in its own heap); TRANSIT neither */
     struct slab_page *page; /* PAGE: its slab page; NULL in every other state */
     uint32_t state;         /* enum desc_state */
     uint32_t mark;          /* scratch for pool_check (epoch stamp) */
@@ -98,6 +102,17 @@ static inline desc_t *desc_get(desc_store_t *s)
 static inline void desc_put(desc_store_t *s, desc_t *b)
 {
     debug_assert_internal(b->state != DESC_UNUSED);
+    *b = (desc_t){0};
+    b->state = DESC_UNUSED;
+    b->free_next = s->free;
+    s->free = b;
+    s->free_count++;
+}
+
+/* Give back a descriptor taken with desc_get and never put in a tiling (a slow path that held
+ * it for a commit that did not need it). */
+static inline void desc_unget(desc_store_t *s, desc_t *b)
+{
     *b = (desc_t){0};
     b->state = DESC_UNUSED;
     b->free_next = s->free;

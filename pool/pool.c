@@ -1,5 +1,6 @@
 /* pool/pool.c — the public pool API: create/destroy, alloc/free, lookups, locking; routing
- * between the size-class slabs and the large heap.
+ * between the size-class slabs and the large heap (and, for a vmm pool, to the slow path that
+ * maps chunks: pool_vmm.c).
  *
  * Algorithm (bounds are per call, independent of the number of live blocks):
  *   alloc(granted): need = granted rounded up to 64.
@@ -20,6 +21,9 @@
  *       Then one insert into the address map (expected O(1)).  Everything that could fail
  *       for lack of host memory (3 descriptors, 1 map slot) is reserved before anything
  *       changes.
+ *     vmm pool, nothing found: pool_vmm_make_room maps a fresh range (a page of the class, or
+ *       the block), releasing the lock while the backing runs, then the search is repeated.
+ *       Only this path calls the backing; the fast paths above are the block pool's.
  *   free(addr): the granule table names the slab page holding addr, if any (O(1), slab.h):
  *     then addr must be the start of a live slot (else POOL_ENOTLIVE, nothing changed) and
  *     the slot's bit is set again; a page whose last slot was freed is cached or given back
@@ -51,7 +55,7 @@
 
 #include "pool_internal.h"
 
-pool_t *pool_create(uintptr_t base, size_t size)
+pool_t *pool_new(uintptr_t base, size_t size, unsigned chunk_shift)
 {
     if (size == 0 || base > UINTPTR_MAX - size) return NULL;
     uintptr_t ubase = (base + POOL_ALIGN - 1) & ~(uintptr_t)(POOL_ALIGN - 1);
@@ -64,7 +68,7 @@ pool_t *pool_create(uintptr_t base, size_t size)
     p->size = size;
     p->ubase = ubase;
     p->uend = uend;
-    tlsf_init(&p->large);
+    tlsf_init(&p->large, DESC_FREE, chunk_shift);
     desc_store_init(&p->desc);
     if (pthread_mutex_init(&p->lock, NULL) != 0) {
         free(p);
@@ -72,19 +76,22 @@ pool_t *pool_create(uintptr_t base, size_t size)
     }
     if (addrmap_init(&p->live, POOL_MAP_INITIAL) != 0 || desc_reserve(&p->desc, 1) != 0 ||
         slab_init(&p->slab, ubase, uend - ubase, &p->large, &p->desc) != 0) {
-        slab_destroy(&p->slab);
-        addrmap_destroy(&p->live);
-        desc_store_destroy(&p->desc);
-        pthread_mutex_destroy(&p->lock);
-        free(p);
+        pool_destroy(p);
         return NULL;
     }
-    desc_t *b = desc_get(&p->desc);
+    desc_t *b = desc_get(&p->desc); /* the one block of the tiling: the caller sets its state */
     b->addr = ubase;
     b->size = uend - ubase;
-    b->state = DESC_FREE;
-    tlsf_insert(&p->large, b);
     p->large_first = b;
+    return p;
+}
+
+pool_t *pool_create(uintptr_t base, size_t size)
+{
+    pool_t *p = pool_new(base, size, 0);
+    if (!p) return NULL;
+    p->large_first->state = DESC_FREE;
+    tlsf_insert(&p->large, p->large_first);
     return p;
 }
 
@@ -95,6 +102,11 @@ void pool_destroy(pool_t *p)
     addrmap_destroy(&p->live);
     desc_store_destroy(&p->desc);
     pthread_mutex_destroy(&p->lock);
+    if (p->vmm) {
+        free(p->vmm->mapped_bits);
+        free(p->vmm->handle);
+        free(p->vmm);
+    }
     free(p);
 }
 
@@ -111,6 +123,12 @@ size_t pool_allocated_bytes(const pool_t *p)
 }
 
 size_t pool_size(const pool_t *p) { return p ? p->size : 0; }
+
+size_t pool_capacity(const pool_t *p)
+{
+    if (!p) return 0;
+    return p->vmm ? p->vmm->limit : p->size;
+}
 
 void pool_lock(pool_t *p) { pthread_mutex_lock(&p->lock); }
 void pool_unlock(pool_t *p) { pthread_mutex_unlock(&p->lock); }
@@ -187,42 +205,66 @@ static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t
     return 0;
 }
 
+/* A request on its way through pool_alloc. */
+typedef struct alloc_req {
+    size_t need;      /* granted rounded up to POOL_ALIGN */
+    size_t granted;   /* the caller's contract */
+    size_t requested; /* statistics */
+    uintptr_t addr;   /* the block, once found */
+} alloc_req_t;
+
+/* Everything but the slab fast path, under the lock: 1 when a block was found. */
+static int alloc_slow(pool_t *p, void *ctx)
+{
+    alloc_req_t *r = ctx;
+    if (r->need > SLAB_MAX) return large_alloc(p, r->need, r->granted, r->requested, &r->addr);
+    unsigned c = slab_class_of(r->need);
+    slab_page_t *pg = p->slab.cls[c].partial;
+    if (pg) { /* a page may have appeared while a vmm slow path had the lock released */
+        r->addr = slab_slot_take(&p->slab, pg, r->granted, r->requested);
+        return 1;
+    }
+    return small_slow(p, c, r->need, r->granted, r->requested, &r->addr);
+}
+
 int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why)
 {
     if (!p || !out || granted == 0 || requested > granted) return POOL_EINVAL;
-    if (granted > p->uend - p->ubase) {
+    if (granted > (p->vmm ? p->vmm->limit : p->uend - p->ubase)) {
         if (why) pool_explain(p, granted, why); /* POOL_REFUSAL_TOO_LARGE */
         return POOL_EINVAL;
     }
-    size_t need = desc_align(granted);
-    uintptr_t addr = 0;
-    int ok;
+    alloc_req_t r = {.need = desc_align(granted), .granted = granted, .requested = requested};
+    int ok, grow_refused = 0;
     pthread_mutex_lock(&p->lock);
-    if (need <= SLAB_MAX && slab_slot_escapes(granted, requested) &&
+    if (r.need <= SLAB_MAX && slab_slot_escapes(granted, requested) &&
         addrmap_reserve(&p->slab.req_map, 1) != 0) {
         ok = 0; /* host OOM */
-    } else if (need <= SLAB_MAX) {
-        unsigned c = slab_class_of(need);
-        slab_page_t *pg = p->slab.cls[c].partial;
+    } else {
+        slab_page_t *pg = r.need <= SLAB_MAX ? p->slab.cls[slab_class_of(r.need)].partial : NULL;
         if (pg) {
-            addr = slab_slot_take(&p->slab, pg, granted, requested);
+            r.addr = slab_slot_take(&p->slab, pg, granted, requested);
             ok = 1;
         } else {
-            ok = small_slow(p, c, need, granted, requested, &addr);
+            ok = alloc_slow(p, &r);
+            if (!ok && p->vmm) { /* map chunks: a page of the class, or the block itself */
+                size_t room =
+                    r.need <= SLAB_MAX ? slab_page_span(&p->slab, slab_class_of(r.need)) : r.need;
+                ok = pool_vmm_make_room(p, room, r.need, alloc_slow, &r, &grow_refused);
+            }
         }
-    } else {
-        ok = large_alloc(p, need, granted, requested, &addr);
     }
     if (!ok) {
         p->failed_allocs++;
-        if (why) pool_classify(p, granted, why); /* the state that refused, same lock hold */
+        if (why) pool_classify(p, granted, grow_refused, why); /* the state that refused */
         pthread_mutex_unlock(&p->lock);
         return POOL_ENOMEM;
     }
-    debug_assert_internal(addr % POOL_ALIGN == 0 && addr >= p->ubase && p->uend - addr >= need);
+    debug_assert_internal(r.addr % POOL_ALIGN == 0 && r.addr >= p->ubase &&
+                          p->uend - r.addr >= r.need);
     count_live(p, granted, requested, +1);
     p->allocs++;
-    *out = addr;
+    *out = r.addr;
     pthread_mutex_unlock(&p->lock);
     return POOL_OK;
 }

@@ -36,7 +36,16 @@
  *      its live extents the live blocks with their granted bytes; the pages' run summaries and
  *      their sums must be fresh after pool_summarize;
  *   7. conservation: allocated + free + overhead == reserved, overhead = sum over live blocks
- *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail.
+ *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail;
+ *   8. vmm pools: every FREE, LIVE and PAGE block lies in mapped chunks, every VOID block is
+ *      chunk aligned, in unmapped chunks only and never next to another VOID block; the void
+ *      heap's lists as in 4; the chunk table's mapped chunks times the chunk size equal
+ *      `mapped`, which with the growth planned stays within the limit; the law of 7 with
+ *      reserved = mapped and the mapped bytes of TRANSIT blocks as overhead, so that (the
+ *      blocks tiling the range) every byte of a mapped chunk is live, free or overhead and no
+ *      byte of an unmapped chunk is; the large heap's whole_bytes equals the whole chunks of
+ *      its blocks, and the summary's whole_bytes those of the FREE runs found in 6; with no
+ *      slow path in flight there is no TRANSIT block, no planned growth, no held descriptor.
  * Returns the number of violations; the first one's text goes to `why`.
  */
 #include <stdarg.h>
@@ -60,19 +69,23 @@ typedef struct sums {
     uint64_t descriptors;                       /* descriptors reached by the walk */
     uint64_t gran_refs;                         /* granule fields the pages need */
     uint64_t escaped;                           /* live slots whose requested is in req_map */
+    size_t transit_mapped;                      /* vmm: mapped bytes of TRANSIT blocks */
+    uint64_t transit;                           /* vmm: TRANSIT blocks */
+    size_t void_bytes;                          /* vmm: bytes of VOID blocks */
 } sums_t;
 
 typedef struct chk {
-    pool_t *p;          /* pool under check */
-    int bad;            /* violations so far */
-    char *why;          /* first violation's text, or NULL */
-    size_t why_len;     /* bytes at why */
-    uint32_t seen;      /* mark of a block/page reached by the walk */
-    uint32_t listed;    /* mark of a block/page also found in a list */
-    uint64_t limit;     /* more blocks than this in any chain means a cycle */
-    sums_t s;           /* sums from the walk */
-    pool_summary_t ext; /* free extents as the walk finds them (item 6) */
-    size_t run;         /* bytes of the FREE run the walk is in, 0 = none */
+    pool_t *p;           /* pool under check */
+    int bad;             /* violations so far */
+    char *why;           /* first violation's text, or NULL */
+    size_t why_len;      /* bytes at why */
+    uint32_t seen;       /* mark of a block/page reached by the walk */
+    uint32_t listed;     /* mark of a block/page also found in a list */
+    uint64_t limit;      /* more blocks than this in any chain means a cycle */
+    sums_t s;            /* sums from the walk */
+    pool_summary_t ext;  /* free extents as the walk finds them (item 6) */
+    size_t run;          /* bytes of the FREE run the walk is in, 0 = none */
+    uintptr_t run_start; /* its first byte */
 } chk_t;
 
 __attribute__((format(printf, 2, 3))) static void viol(chk_t *c, const char *fmt, ...)
@@ -99,6 +112,7 @@ static void ext_flush(chk_t *c)
 {
     if (!c->run) return;
     ext_record(&c->ext, c->run);
+    if (c->p->vmm) c->ext.whole_bytes += tlsf_whole(c->run_start, c->run, c->p->vmm->chunk_shift);
     c->ext.free_runs++;
     if (c->run > c->ext.largest) c->ext.largest = c->run;
     c->run = 0;
@@ -240,6 +254,7 @@ static void check_page(chk_t *c, const desc_t *b)
              pg->live, pg->nslots);
     c->s.slab_free_bytes += (size_t)free_bits * pg->slot;
     if (pg->live == 0) {
+        if (!c->run) c->run_start = pg->addr;
         c->run += pg->span; /* an empty (cached) page is part of a FREE run */
     } else {
         ext_flush(c);
@@ -252,6 +267,76 @@ static void check_page(chk_t *c, const desc_t *b)
             viol(c, "page %#lx: stale run summary", (unsigned long)pg->addr);
     }
     check_gran(c, pg);
+}
+
+/* vmm: 1 when every chunk overlapping [addr, addr+size) is mapped (want 1) / unmapped (0). */
+static int chunks_are(const pool_t *p, uintptr_t addr, size_t size, int want)
+{
+    const pool_vmm_t *v = p->vmm;
+    size_t c0 = (addr - p->base) >> v->chunk_shift;
+    size_t c1 = (addr + size - 1 - p->base) >> v->chunk_shift;
+    if (c1 >= v->nchunks) return 0;
+    for (size_t i = c0; i <= c1; i++) {
+        uint64_t w = v->mapped_bits[i >> 6];
+        if (want ? w == ~0ull : w == 0) { /* a whole word agrees: skip to its end */
+            i |= 63;
+            continue;
+        }
+        if ((int)(w >> (i & 63) & 1) != want) return 0;
+    }
+    return 1;
+}
+
+/* vmm: mapped bytes of [addr, addr+size). */
+static size_t mapped_part(const pool_t *p, uintptr_t addr, size_t size)
+{
+    const pool_vmm_t *v = p->vmm;
+    size_t total = 0;
+    uintptr_t end = addr + size;
+    while (addr < end) {
+        size_t i = (addr - p->base) >> v->chunk_shift;
+        uintptr_t cend = p->base + ((i + 1) << v->chunk_shift);
+        uintptr_t e = cend < end ? cend : end;
+        if (i < v->nchunks && v->mapped_bits[i >> 6] >> (i & 63) & 1) total += e - addr;
+        addr = e;
+    }
+    return total;
+}
+
+static void check_vmm_block(chk_t *c, const desc_t *b, const desc_t *prev)
+{
+    pool_t *p = c->p;
+    if (!p->vmm) {
+        if (b->state == DESC_VOID || b->state == DESC_TRANSIT)
+            viol(c, "block %#lx: state %u in a block pool", (unsigned long)b->addr, b->state);
+        return;
+    }
+    const pool_vmm_t *v = p->vmm;
+    switch (b->state) {
+    case DESC_FREE:
+    case DESC_LIVE:
+    case DESC_PAGE:
+        if (!chunks_are(p, b->addr, b->size, 1))
+            viol(c, "block %#lx (state %u) lies in an unmapped chunk", (unsigned long)b->addr,
+                 b->state);
+        break;
+    case DESC_VOID:
+        if ((b->addr | b->size) & (v->chunk - 1))
+            viol(c, "void block %#lx of %zu bytes is not chunk aligned", (unsigned long)b->addr,
+                 b->size);
+        if (prev && prev->state == DESC_VOID)
+            viol(c, "void blocks %#lx and %#lx are neighbours", (unsigned long)prev->addr,
+                 (unsigned long)b->addr);
+        if (!chunks_are(p, b->addr, b->size, 0))
+            viol(c, "void block %#lx lies in a mapped chunk", (unsigned long)b->addr);
+        c->s.void_bytes += b->size;
+        break;
+    case DESC_TRANSIT:
+        c->s.transit++;
+        c->s.transit_mapped += mapped_part(p, b->addr, b->size);
+        break;
+    default: break;
+    }
 }
 
 static void walk_tiling(chk_t *c)
@@ -277,6 +362,7 @@ static void walk_tiling(chk_t *c)
         if (b->state != DESC_PAGE && b->page)
             viol(c, "block %#lx points at a page", (unsigned long)b->addr);
         c->s.descriptors++;
+        check_vmm_block(c, b, prev);
         switch (b->state) {
         case DESC_FREE:
             if (prev && prev->state == DESC_FREE)
@@ -284,6 +370,7 @@ static void walk_tiling(chk_t *c)
                      (unsigned long)b->addr);
             c->s.free_blocks++;
             c->s.free_bytes += b->size;
+            if (!c->run) c->run_start = b->addr;
             c->run += b->size;
             break;
         case DESC_LIVE:
@@ -291,6 +378,8 @@ static void walk_tiling(chk_t *c)
             check_live(c, b);
             break;
         case DESC_PAGE: check_page(c, b); break;
+        case DESC_VOID:
+        case DESC_TRANSIT: ext_flush(c); break;
         default: viol(c, "block %#lx: bad state %u", (unsigned long)b->addr, b->state);
         }
         b->mark = c->seen;
@@ -384,10 +473,12 @@ static void check_classes(chk_t *c)
              (unsigned long long)p->slab.pages, (unsigned long long)p->slab.cached_pages);
 }
 
-static void check_lists(chk_t *c, tlsf_t *h)
+/* The lists of heap h (the large heap: FREE blocks; a vmm pool's void heap: VOID blocks);
+ * walk_blocks/walk_bytes: what the tiling walk found in h's state. */
+static void check_lists(chk_t *c, tlsf_t *h, uint64_t walk_blocks, size_t walk_bytes)
 {
     uint64_t blocks = 0, bb[POOL_NBUCKETS] = {0}, bbytes[POOL_NBUCKETS] = {0};
-    size_t bytes = 0;
+    size_t bytes = 0, whole = 0;
     for (unsigned fl = TLSF_FL_COUNT; fl < 64; fl++)
         if (h->fl_bitmap >> fl & 1) viol(c, "fl bit %u beyond the class table", fl);
     for (unsigned fl = 0; fl < TLSF_FL_COUNT; fl++) {
@@ -408,8 +499,9 @@ static void check_lists(chk_t *c, tlsf_t *h)
                 tlsf_mapping(b->size, &f, &s);
                 if (b->free_prev != prev)
                     viol(c, "broken back link at %#lx", (unsigned long)b->addr);
-                if (b->state != DESC_FREE)
-                    viol(c, "listed block %#lx is not free", (unsigned long)b->addr);
+                if (b->state != h->state)
+                    viol(c, "listed block %#lx is in state %u, its heap holds %u",
+                         (unsigned long)b->addr, b->state, h->state);
                 if (f != fl || s != sl)
                     viol(c, "block %#lx of %zu bytes in class %u/%u, not %u/%u",
                          (unsigned long)b->addr, b->size, fl, sl, f, s);
@@ -420,6 +512,7 @@ static void check_lists(chk_t *c, tlsf_t *h)
                 b->mark = c->listed;
                 blocks++;
                 bytes += b->size;
+                if (h->chunk_shift) whole += tlsf_whole(b->addr, b->size, h->chunk_shift);
                 int k = bucket_of(b->size);
                 bb[k]++;
                 bbytes[k] += b->size;
@@ -429,16 +522,19 @@ static void check_lists(chk_t *c, tlsf_t *h)
     if (blocks != h->free_blocks || bytes != h->free_bytes)
         viol(c, "lists hold %llu blocks/%zu bytes, counters say %llu/%zu",
              (unsigned long long)blocks, bytes, (unsigned long long)h->free_blocks, h->free_bytes);
-    if (blocks != c->s.free_blocks || bytes != c->s.free_bytes)
-        viol(c, "lists hold %llu blocks, the walk found %llu free", (unsigned long long)blocks,
-             (unsigned long long)c->s.free_blocks);
+    if (blocks != walk_blocks || bytes != walk_bytes)
+        viol(c, "lists hold %llu blocks, the walk found %llu in state %u",
+             (unsigned long long)blocks, (unsigned long long)walk_blocks, h->state);
+    if (whole != h->whole_bytes)
+        viol(c, "heap of state %u: whole chunks %zu bytes, counter %zu", h->state, whole,
+             h->whole_bytes);
     for (int k = 0; k < POOL_NBUCKETS; k++)
         if (bb[k] != h->bucket_free_blocks[k] || bbytes[k] != h->bucket_free_bytes[k])
             viol(c, "bucket %d free counters wrong", k);
     uint64_t n = 0;
     for (const desc_t *b = c->p->large_first; b && n <= c->limit; b = b->phys_next, n++)
-        if (b->state == DESC_FREE && b->mark != c->listed)
-            viol(c, "free block %#lx is in no class list", (unsigned long)b->addr);
+        if (b->state == h->state && b->mark != c->listed)
+            viol(c, "block %#lx in state %u is in no class list", (unsigned long)b->addr, b->state);
 }
 
 /* ---- free extents: the checker's own walk vs pool_summarize vs pool_walk ------------------- */
@@ -471,6 +567,7 @@ static int wsum_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind
         if (w->prev_kind == POOL_EXTENT_FREE && addr == w->end) w->adjacent_free = 1;
         if (pg && pg->live) w->free_in_page = 1;
         ext_record(&w->fs, size);
+        if (w->p->vmm) w->fs.whole_bytes += tlsf_whole(addr, size, w->p->vmm->chunk_shift);
         w->fs.free_runs++;
         if (size > w->fs.largest) w->fs.largest = size;
         break;
@@ -493,6 +590,9 @@ static int wsum_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind
 static void compare_summary(chk_t *c, const char *who, const pool_summary_t *got)
 {
     const pool_summary_t *e = &c->ext;
+    if (got->whole_bytes != e->whole_bytes)
+        viol(c, "%s: %zu free bytes in whole chunks, the blocks say %zu", who, got->whole_bytes,
+             e->whole_bytes);
     if (got->free_bytes != e->free_bytes || got->largest != e->largest ||
         got->slab_free_bytes != e->slab_free_bytes || got->free_runs != e->free_runs ||
         got->slot_runs != e->slot_runs)
@@ -576,15 +676,33 @@ static void check_counters(chk_t *c)
     if (mb) viol(c, "req_map: %d internal violations", mb);
     if (s->slab_free_bytes != p->slab.free_bytes)
         viol(c, "slab free bytes %zu, the pages hold %zu", p->slab.free_bytes, s->slab_free_bytes);
-    if (s->descriptors + p->desc.free_count != p->desc.total)
-        viol(c, "descriptors: %llu in use + %zu free != %zu", (unsigned long long)s->descriptors,
-             p->desc.free_count, p->desc.total);
+    const pool_vmm_t *v = p->vmm;
+    size_t held_desc = v ? v->held_desc : 0;
+    if (s->descriptors + p->desc.free_count + held_desc != p->desc.total)
+        viol(c, "descriptors: %llu in use + %zu free + %zu held != %zu",
+             (unsigned long long)s->descriptors, p->desc.free_count, held_desc, p->desc.total);
     size_t head = p->ubase - p->base, tail = p->base + p->size - p->uend;
     size_t free_bytes = p->large.free_bytes + p->slab.free_bytes;
-    size_t overhead = s->slack + head + tail;
-    if (p->allocated_bytes + free_bytes + overhead != p->size)
-        viol(c, "conservation: allocated %zu + free %zu + overhead %zu != reserved %zu",
-             p->allocated_bytes, free_bytes, overhead, p->size);
+    size_t overhead = s->slack + head + tail + s->transit_mapped;
+    size_t held = v ? v->mapped : p->size;
+    if (p->allocated_bytes + free_bytes + overhead != held)
+        viol(c, "conservation: allocated %zu + free %zu + overhead %zu != %s %zu",
+             p->allocated_bytes, free_bytes, overhead, v ? "mapped" : "reserved", held);
+    if (!v) return;
+    size_t chunks = 0;
+    for (size_t i = 0; i < (v->nchunks + 63) / 64; i++)
+        chunks += (size_t)__builtin_popcountll(v->mapped_bits[i]);
+    if (chunks << v->chunk_shift != v->mapped)
+        viol(c, "chunk table: %zu chunks mapped, the pool counts %zu bytes", chunks, v->mapped);
+    if (v->mapped + v->pending_grow > v->limit)
+        viol(c, "mapped %zu + planned %zu bytes above the limit %zu", v->mapped, v->pending_grow,
+             v->limit);
+    if (head || tail) viol(c, "a vmm pool with an unusable head or tail");
+    if (v->in_flight == 0 && (s->transit || v->pending_grow || v->held_desc))
+        viol(c,
+             "no slow path in flight, yet %llu transit blocks, %zu bytes planned, %zu "
+             "descriptors held",
+             (unsigned long long)s->transit, v->pending_grow, v->held_desc);
 }
 
 int pool_check(pool_t *p, char *why, size_t why_len)
@@ -603,7 +721,14 @@ int pool_check(pool_t *p, char *why, size_t why_len)
     c.limit = p->desc.total + 1;
     walk_tiling(&c);
     check_classes(&c);
-    check_lists(&c, &p->large);
+    check_lists(&c, &p->large, c.s.free_blocks, c.s.free_bytes);
+    if (p->vmm) {
+        uint64_t voids = 0;
+        uint64_t n = 0;
+        for (const desc_t *b = p->large_first; b && n++ <= c.limit; b = b->phys_next)
+            voids += b->state == DESC_VOID;
+        check_lists(&c, &p->vmm->voids, voids, c.s.void_bytes);
+    }
     check_counters(&c);
     if (c.bad == 0) /* the summary follows links the checks above vouch for */
         check_summary(&c);

@@ -52,11 +52,13 @@ static inline int is_empty_page(const desc_t *b)
 }
 
 /* b (FREE or an empty page) belongs to a FREE run: take it out of the counts it was in. */
-static void run_consume(pool_summary_t *o, const desc_t *b)
+static void run_consume(const pool_t *p, pool_summary_t *o, const desc_t *b)
 {
     int k = bucket_of(b->size);
     if (b->state == DESC_FREE) { /* counted as a run of its own from the heap's counters */
         o->free_runs--;
+        if (p->large.chunk_shift)
+            o->whole_bytes -= tlsf_whole(b->addr, b->size, p->large.chunk_shift);
     } else { /* counted as one SLOTS run from the pages' run sums */
         debug_assert_internal(b->page->runs.runs == 1 && !b->page->dirty);
         o->slot_runs--;
@@ -67,18 +69,20 @@ static void run_consume(pool_summary_t *o, const desc_t *b)
 }
 
 /* The FREE run holding the empty page pg, counted once: from the lowest empty page in it. */
-static void run_through(pool_summary_t *o, const slab_page_t *pg)
+static void run_through(const pool_t *p, pool_summary_t *o, const slab_page_t *pg)
 {
     const desc_t *x = pg->blk->phys_prev;
     if (x && x->state == DESC_FREE) x = x->phys_prev;
     if (x && is_empty_page(x)) return; /* the run was followed from that page */
     const desc_t *b = pg->blk->phys_prev;
     if (!b || b->state != DESC_FREE) b = pg->blk;
+    uintptr_t start = b->addr;
     size_t len = 0;
     for (; b && (b->state == DESC_FREE || is_empty_page(b)); b = b->phys_next) {
         len += b->size;
-        run_consume(o, b);
+        run_consume(p, o, b);
     }
+    if (p->large.chunk_shift) o->whole_bytes += tlsf_whole(start, len, p->large.chunk_shift);
     int k = bucket_of(len);
     o->free_runs++;
     o->bucket_blocks[k]++;
@@ -90,6 +94,7 @@ void pool_summarize(pool_t *p, pool_summary_t *o)
 {
     memset(o, 0, sizeof *o);
     o->free_bytes = p->large.free_bytes + p->slab.free_bytes;
+    o->whole_bytes = p->large.whole_bytes;
     o->free_runs = p->large.free_blocks;
     o->largest = tlsf_largest(&p->large);
     for (int k = 0; k < POOL_NBUCKETS; k++) {
@@ -106,7 +111,8 @@ void pool_summarize(pool_t *p, pool_summary_t *o)
         o->bucket_bytes[k] += r->bytes[k];
     }
     for (unsigned c = 0; c < SLAB_NCLASSES && p->slab.cached_pages; c++)
-        for (const slab_page_t *pg = p->slab.cls[c].cached; pg; pg = pg->next) run_through(o, pg);
+        for (const slab_page_t *pg = p->slab.cls[c].cached; pg; pg = pg->next)
+            run_through(p, o, pg);
 }
 
 /* ---- statistics ---------------------------------------------------------------------------- */
@@ -116,15 +122,17 @@ static void stats_locked(pool_t *p, pool_stats_t *out)
     pool_summary_t fs;
     pool_summarize(p, &fs);
     memset(out, 0, sizeof *out);
+    const pool_vmm_t *v = p->vmm;
+    size_t held = v ? v->mapped : p->size;
     out->base = p->base;
-    out->reserved_bytes = p->size;
+    out->reserved_bytes = held;
     out->allocated_bytes = p->allocated_bytes;
     out->requested_bytes = p->requested_bytes;
     out->peak_allocated_bytes = p->peak_allocated_bytes;
     out->free_bytes = fs.free_bytes;
     out->largest_free_bytes = fs.largest;
     out->slab_free_bytes = fs.slab_free_bytes;
-    out->overhead_bytes = p->size - p->allocated_bytes - out->free_bytes;
+    out->overhead_bytes = held - p->allocated_bytes - out->free_bytes;
     out->fragmentation =
         out->free_bytes ? 1.0 - (double)out->largest_free_bytes / (double)out->free_bytes : 0.0;
     out->live_blocks = p->live_blocks;
@@ -138,6 +146,21 @@ static void stats_locked(pool_t *p, pool_stats_t *out)
         out->buckets[k].live_bytes = p->bucket_live_bytes[k];
         out->buckets[k].free_blocks = fs.bucket_blocks[k];
         out->buckets[k].free_bytes = fs.bucket_bytes[k];
+    }
+    out->backing = v ? POOL_BACKING_VMM : POOL_BACKING_BLOCK;
+    out->va_bytes = p->size;
+    out->limit_bytes = v ? v->limit : p->size;
+    if (v) {
+        out->chunk_bytes = v->chunk;
+        out->whole_chunk_free_bytes = fs.whole_bytes;
+        out->va_largest_unmapped = tlsf_largest(&v->voids);
+        out->chunks_mapped = v->chunks_mapped;
+        out->chunks_unmapped = v->chunks_unmapped;
+        out->grows = v->grows;
+        out->stitches = v->stitches;
+        out->give_backs = v->give_backs;
+        out->given_back_bytes = v->given_back;
+        out->backing_failures = v->failures;
     }
 }
 
@@ -195,6 +218,8 @@ int pool_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit
             if (!r) r = cb(ctx, b->addr, b->granted, POOL_EXTENT_LIVE);
         } else if (b->state == DESC_PAGE && b->page) {
             r = walk_page(&w, b->page);
+        } else { /* VOID or TRANSIT: no memory the pool can hand out */
+            r = walk_flush(&w);
         }
     }
     if (!r) r = walk_flush(&w);
@@ -202,9 +227,10 @@ int pool_walk_locked(const pool_t *p, pool_walk_fn cb, void *ctx, uint64_t limit
 }
 
 /* ---- refusals ------------------------------------------------------------------------------ */
-void pool_classify(pool_t *p, size_t granted, pool_refusal_t *out)
+void pool_classify(pool_t *p, size_t granted, int grow_refused, pool_refusal_t *out)
 {
-    size_t usable = p->uend - p->ubase;
+    const pool_vmm_t *v = p->vmm;
+    size_t usable = v ? v->limit : p->uend - p->ubase;
     if (granted == 0) granted = 1;
     pool_summary_t fs;
     pool_summarize(p, &fs);
@@ -212,7 +238,7 @@ void pool_classify(pool_t *p, size_t granted, pool_refusal_t *out)
     out->need = granted > SIZE_MAX - (POOL_ALIGN - 1) ? granted : desc_align(granted);
     out->free_bytes = fs.free_bytes;
     out->slab_free_bytes = fs.slab_free_bytes;
-    out->reserved_bytes = p->size;
+    out->reserved_bytes = v ? v->limit : p->size;
     /* What pool_alloc would try: a free run (large heap, cached pages given back on a miss);
      * for a slab-sized request also a free slot of its class or a larger one (pool.c). */
     size_t best = fs.largest;
@@ -226,11 +252,28 @@ void pool_classify(pool_t *p, size_t granted, pool_refusal_t *out)
         }
     }
     out->usable_largest = best;
+    /* vmm: then a fresh range mapped with fresh memory or remapped whole free chunks
+     * (pool_vmm.c, the same rule as its planner). */
+    int stitch = 0;
+    size_t headroom = 0;
+    if (v) {
+        headroom = grow_refused || v->released ? 0 : pool_vmm_headroom(p);
+        out->backing = POOL_BACKING_VMM;
+        out->chunk_bytes = v->chunk;
+        out->stitch_bytes = out->need > SIZE_MAX - v->chunk
+                                ? out->need
+                                : (out->need + v->chunk - 1) & ~(v->chunk - 1);
+        out->headroom_bytes = headroom;
+        out->remappable_bytes = fs.whole_bytes + headroom;
+        out->va_largest = tlsf_largest(&v->voids);
+        stitch = granted <= usable && !v->released &&
+                 pool_vmm_can_stitch(p, out->need, headroom, fs.whole_bytes);
+    }
     if (granted > usable)
         out->kind = POOL_REFUSAL_TOO_LARGE;
-    else if (best >= out->need)
+    else if (best >= out->need || stitch)
         out->kind = POOL_REFUSAL_NONE;
-    else if (fs.free_bytes < out->need)
+    else if (fs.free_bytes + headroom < out->need)
         out->kind = POOL_REFUSAL_EXHAUSTED;
     else
         out->kind = POOL_REFUSAL_FRAGMENTED;
@@ -247,13 +290,29 @@ const char *pool_refusal_name(enum pool_refusal_kind kind)
     return "unknown";
 }
 
+/* Two figures that differ but print alike ("32.0 MiB free, 32.0 MiB needed": the request's
+ * padding) are printed as exact byte counts too.  Buffers: EXACT_LEN bytes. */
+#define EXACT_LEN (FMT_BYTES_LEN + 32)
+static void exact_if_alike(char *a, uint64_t av, char *b, uint64_t bv)
+{
+    if (av == bv || strcmp(a, b) != 0) return;
+    char t[FMT_BYTES_LEN];
+    memcpy(t, a, sizeof t);
+    snprintf(a, EXACT_LEN, "%s (%llu bytes)", t, (unsigned long long)av);
+    snprintf(b, EXACT_LEN, "%s (%llu bytes)", t, (unsigned long long)bv);
+}
+
 size_t pool_refusal_describe(const pool_refusal_t *r, char *buf, size_t len)
 {
     debug_assert(r != NULL && (buf != NULL || len == 0));
-    char need[FMT_BYTES_LEN], free_s[FMT_BYTES_LEN], best[FMT_BYTES_LEN], x[FMT_BYTES_LEN];
+    char need[EXACT_LEN], free_s[EXACT_LEN], best[EXACT_LEN], x[FMT_BYTES_LEN];
     fmt_bytes(need, r->need);
     fmt_bytes(free_s, r->free_bytes);
     fmt_bytes(best, r->usable_largest);
+    if (r->kind == POOL_REFUSAL_EXHAUSTED)
+        exact_if_alike(free_s, r->free_bytes, need, r->need);
+    else
+        exact_if_alike(best, r->usable_largest, need, r->need);
     const char *name = pool_refusal_name(r->kind);
     int n;
     switch (r->kind) {
@@ -262,12 +321,35 @@ size_t pool_refusal_describe(const pool_refusal_t *r, char *buf, size_t len)
                      name, need, best);
         break;
     case POOL_REFUSAL_EXHAUSTED:
-        n = snprintf(buf, len, "%s: %s free, %s needed", name, free_s, need);
+        if (r->backing == POOL_BACKING_VMM && r->headroom_bytes)
+            n = snprintf(buf, len, "%s: %s free and %s more the pool may still map, %s needed",
+                         name, free_s, fmt_bytes(x, r->headroom_bytes), need);
+        else
+            n = snprintf(buf, len, "%s: %s free, %s needed", name, free_s, need);
         break;
     case POOL_REFUSAL_FRAGMENTED:
         n = snprintf(buf, len, "%s: %s free, but the largest block a %s request can be given is %s",
                      name, free_s, need, best);
-        if (n >= 0 && r->slab_free_bytes) {
+        if (n >= 0 && r->backing == POOL_BACKING_VMM) {
+            char chunk[FMT_BYTES_LEN], whole[FMT_BYTES_LEN], stitch[FMT_BYTES_LEN];
+            fmt_bytes(chunk, r->chunk_bytes);
+            fmt_bytes(whole, r->remappable_bytes);
+            fmt_bytes(stitch, r->stitch_bytes);
+            size_t at = (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
+            int m;
+            if (r->remappable_bytes >= r->stitch_bytes) /* the physical memory is there */
+                m = snprintf(len ? buf + at : NULL, len - at,
+                             ", and no unmapped stretch of the address range is %s long "
+                             "(the longest is %s)",
+                             stitch, fmt_bytes(x, r->va_largest));
+            else
+                m = snprintf(len ? buf + at : NULL, len - at,
+                             ", and only %s of the free space fills whole %s chunks that could "
+                             "be remapped into one range (the rest lies in pieces smaller than a "
+                             "chunk, beside live blocks)",
+                             whole, chunk);
+            n = m < 0 ? m : n + m;
+        } else if (n >= 0 && r->slab_free_bytes) {
             size_t at = (size_t)n < len ? (size_t)n : len ? len - 1 : 0;
             int m = snprintf(len ? buf + at : NULL, len - at,
                              " (%s of the free space is free slots in small-block pages)",
@@ -294,7 +376,7 @@ void pool_explain(pool_t *p, size_t granted, pool_refusal_t *out)
 {
     debug_assert(p != NULL && out != NULL);
     pthread_mutex_lock(&p->lock);
-    pool_classify(p, granted, out);
+    pool_classify(p, granted, 0, out);
     pthread_mutex_unlock(&p->lock);
 }
 

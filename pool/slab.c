@@ -202,15 +202,24 @@ desc_t *slab_large_find(slab_t *s, size_t need)
     return b;
 }
 
+static uint32_t page_slots(const slab_t *s, unsigned c)
+{
+    const slab_geom_t *g = &slab_geom[c];
+    uint64_t want = s->cls[c].live / SLAB_PAGE_GROW;
+    return want < g->min_slots ? g->min_slots : want > g->max_slots ? g->max_slots : (uint32_t)want;
+}
+
+size_t slab_page_span(const slab_t *s, unsigned c)
+{
+    return (size_t)page_slots(s, c) * slab_geom[c].slot;
+}
+
 slab_page_t *slab_page_new(slab_t *s, unsigned c)
 {
     debug_assert_internal(c < SLAB_NCLASSES && s->desc->free_count >= 1);
     if (!s->gran_dir) return NULL;
     const slab_geom_t *g = &slab_geom[c];
-    uint64_t want = s->cls[c].live / SLAB_PAGE_GROW;
-    uint32_t n = want < g->min_slots   ? g->min_slots
-                 : want > g->max_slots ? g->max_slots
-                                       : (uint32_t)want;
+    uint32_t n = page_slots(s, c);
     uint32_t nwords = (n + 63) / 64;
     size_t span = (size_t)n * g->slot;
     desc_t *f = slab_large_find(s, span);

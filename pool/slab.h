@@ -358,6 +358,9 @@ static inline void slab_slot_give(slab_t *s, slab_page_t *pg, uint32_t idx)
  * carved from `heap` (descriptors from `desc`).  0 ok, -1 host OOM (then slab_destroy). */
 int slab_init(slab_t *s, uintptr_t ubase, size_t usable, tlsf_t *heap, desc_store_t *desc);
 void slab_destroy(slab_t *s);
+/* Bytes of the page slab_page_new would carve for class c now (it grows with the class's live
+ * slots). */
+size_t slab_page_span(const slab_t *s, unsigned c);
 /* A fresh page of class c carved from the large heap (from the top of a free block), pushed on
  * the class's partial list; NULL when no free block is large enough (after giving back the
  * cached pages), when host memory or page ids run out.  pre: one descriptor reserved. */

@@ -24,16 +24,22 @@
  * freed block with its FREE physical neighbours at once, so no two FREE blocks are ever
  * physical neighbours.  Both are O(1).
  *
- * Invariants (checked by pool_check): bitmaps <=> non-empty lists; every listed block is FREE
- * and sits in the list of tlsf_mapping(size); free_bytes/free_blocks/bucket_* equal the sums
- * over listed blocks; no two FREE blocks are physical neighbours.
+ * Invariants (checked by pool_check): bitmaps <=> non-empty lists; every listed block is in
+ * the heap's state and sits in the list of tlsf_mapping(size); free_bytes/free_blocks/bucket_*
+ * (and whole_bytes) equal the sums over listed blocks; no two blocks of the heap's state are
+ * physical neighbours.
  * Locking: caller holds pool->lock.
  */
 #include <string.h>
 
 #include "tlsf.h"
 
-void tlsf_init(tlsf_t *h) { memset(h, 0, sizeof *h); }
+void tlsf_init(tlsf_t *h, enum desc_state state, unsigned chunk_shift)
+{
+    memset(h, 0, sizeof *h);
+    h->state = (uint32_t)state;
+    h->chunk_shift = chunk_shift;
+}
 
 desc_t *tlsf_split(tlsf_t *h, desc_store_t *s, desc_t *b, size_t size, int from_top)
 {
@@ -42,7 +48,7 @@ desc_t *tlsf_split(tlsf_t *h, desc_store_t *s, desc_t *b, size_t size, int from_
     debug_assert_expensive(!tlsf_is_listed(h, b));
     if (b->size == size) return b;
     desc_t *r = desc_get(s);
-    r->state = DESC_FREE;
+    r->state = h->state;
     r->phys_prev = b;
     r->phys_next = b->phys_next;
     if (r->phys_next) r->phys_next->phys_prev = r;
@@ -56,21 +62,23 @@ desc_t *tlsf_split(tlsf_t *h, desc_store_t *s, desc_t *b, size_t size, int from_
     }
     r->addr = b->addr + b->size - size;
     r->size = size;
+    r->state = b->state;
     b->size -= size;
-    b->state = DESC_FREE;
+    b->state = h->state;
     tlsf_insert(h, b);
     return r;
 }
 
 desc_t *tlsf_coalesce(tlsf_t *h, desc_store_t *s, desc_t *b)
 {
-    debug_assert_internal(b->state == DESC_LIVE || b->state == DESC_PAGE);
+    debug_assert_internal(b->state != h->state && b->state != DESC_UNUSED);
     debug_assert_internal(!b->phys_next || b->phys_next->phys_prev == b);
     debug_assert_internal(!b->phys_prev || b->phys_prev->phys_next == b);
-    b->state = DESC_FREE;
+    b->state = h->state;
+    b->page = NULL;
     b->free_prev = b->free_next = NULL; /* they shared storage with granted/requested */
     desc_t *n = b->phys_next;
-    if (n && n->state == DESC_FREE) {
+    if (n && n->state == h->state) {
         tlsf_remove(h, n);
         b->size += n->size;
         b->phys_next = n->phys_next;
@@ -78,7 +86,7 @@ desc_t *tlsf_coalesce(tlsf_t *h, desc_store_t *s, desc_t *b)
         desc_put(s, n);
     }
     desc_t *p = b->phys_prev;
-    if (p && p->state == DESC_FREE) {
+    if (p && p->state == h->state) {
         tlsf_remove(h, p);
         p->size += b->size;
         p->phys_next = b->phys_next;

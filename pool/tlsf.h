@@ -1,9 +1,14 @@
-/* pool/tlsf.h — one TLSF heap over the free blocks of a tiling of desc_t (tlsf.c).
+/* pool/tlsf.h — one TLSF heap over the blocks of one state in a tiling of desc_t (tlsf.c).
  *
- * Owns: the class lists and bitmaps of FREE blocks, the heap's free counters, and the block
- * operations that keep them (insert, remove, find, split, coalesce).  The tiling itself (the
- * phys links) belongs to whoever made the blocks (pool.c, slab.c); this file only cuts and
- * joins blocks that are neighbours in it.
+ * Owns: the class lists and bitmaps of the blocks of the heap's state (DESC_FREE for the pool's
+ * large heap; DESC_VOID for the unmapped address ranges of a virtual-memory pool), the heap's
+ * counters, and the block operations that keep them (insert, remove, find, split, coalesce).
+ * The tiling itself (the phys links) belongs to whoever made the blocks (pool.c, slab.c,
+ * pool_vmm.c); this file only cuts and joins blocks that are neighbours in it.
+ * Whole chunks: a heap with chunk_shift != 0 also keeps whole_bytes, the bytes of its blocks
+ * that fill whole aligned chunks of 2^chunk_shift bytes (a chunk that lies inside one listed
+ * block): for the FREE heap of a virtual-memory pool, the physical memory that could be
+ * unmapped without touching a live block (O(1) per insert and remove).
  * Algorithm, bounds and invariants: see tlsf.c, which holds the code except the three
  * operations every large alloc/free runs (find, insert, remove: several calls per alloc or
  * free, from pool.c and slab.c), kept static inline here.  Measured (free+alloc pairs of 1,000
@@ -26,6 +31,9 @@
 #define TLSF_FL_COUNT 56u                  /* covers every 64-byte-granular size_t */
 
 typedef struct tlsf {
+    uint32_t state;                             /* enum desc_state of the listed blocks */
+    uint32_t chunk_shift;                       /* log2 chunk bytes for whole_bytes; 0 = none */
+    size_t whole_bytes;                         /* bytes of whole chunks inside listed blocks */
     uint64_t fl_bitmap;                         /* bit f: sl_bitmap[f] != 0 */
     uint32_t sl_bitmap[TLSF_FL_COUNT];          /* bit s of [f]: head[f][s] != NULL */
     desc_t *head[TLSF_FL_COUNT][TLSF_SL_COUNT]; /* FREE blocks of each class, LIFO */
@@ -35,20 +43,32 @@ typedef struct tlsf {
     uint64_t bucket_free_bytes[POOL_NBUCKETS];  /* their bytes */
 } tlsf_t;
 
-void tlsf_init(tlsf_t *h);
+/* An empty heap of blocks in `state` (DESC_FREE or DESC_VOID); chunk_shift 0 or the log2 of
+ * the chunk size whole_bytes counts in. */
+void tlsf_init(tlsf_t *h, enum desc_state state, unsigned chunk_shift);
 /* Cut a block of exactly `size` bytes out of b.  pre: b is not listed, b->size >= size > 0,
  * one descriptor reserved in s.  Returns that block, not listed: from_top = 0: b itself, the
- * rest above becomes a new FREE block; from_top = 1: a new descriptor at the top of b's span,
- * b keeps the rest below, FREE.  The rest (if any) is listed. */
+ * rest above becomes a new block of the heap's state; from_top = 1: a new descriptor at the top
+ * of b's span, b keeps the rest below, in the heap's state.  The rest (if any) is listed
+ * (not coalesced: b's neighbour on that side must not be in the heap's state). */
 desc_t *tlsf_split(tlsf_t *h, desc_store_t *s, desc_t *b, size_t size, int from_top);
-/* Mark b FREE and merge it with its FREE physical neighbours (unlisting them, their
- * descriptors back to s).  pre: b is LIVE or PAGE.  Returns the merged block, not listed. */
+/* Put b in the heap's state and merge it with its physical neighbours in that state
+ * (unlisting them, their descriptors back to s).  pre: b is in another state and not listed.
+ * Returns the merged block, not listed. */
 desc_t *tlsf_coalesce(tlsf_t *h, desc_store_t *s, desc_t *b);
 /* Size of the largest listed block (scans the top non-empty class list), 0 if none. */
 size_t tlsf_largest(const tlsf_t *h);
 
 /* ---- hot operations, inline (see the header for why) ------------------------------------- */
 static inline unsigned tlsf_msb64(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
+
+/* Bytes of [addr, addr+size) that fill whole aligned chunks of 2^shift bytes (shift > 0). */
+static inline size_t tlsf_whole(uintptr_t addr, size_t size, unsigned shift)
+{
+    uintptr_t mask = ((uintptr_t)1 << shift) - 1;
+    uintptr_t lo = (addr + mask) & ~mask, hi = (addr + size) & ~mask;
+    return hi > lo ? hi - lo : 0;
+}
 
 static inline void tlsf_mapping_units(size_t u, unsigned *fl, unsigned *sl)
 {
@@ -80,13 +100,13 @@ static inline int tlsf_is_listed(const tlsf_t *h, const desc_t *b)
 }
 #endif
 
-/* List b.  pre: b->state == DESC_FREE, b is not listed. */
+/* List b.  pre: b->state == h->state, b is not listed. */
 static inline void tlsf_insert(tlsf_t *h, desc_t *b)
 {
     unsigned fl, sl;
     tlsf_mapping(b->size, &fl, &sl);
     desc_t *head = h->head[fl][sl];
-    debug_assert_internal(b->state == DESC_FREE && b->size > 0 && b->size % POOL_ALIGN == 0);
+    debug_assert_internal(b->state == h->state && b->size > 0 && b->size % POOL_ALIGN == 0);
     debug_assert_internal(head != b);
     debug_assert_expensive(!tlsf_is_listed(h, b));
     b->free_prev = NULL;
@@ -97,17 +117,18 @@ static inline void tlsf_insert(tlsf_t *h, desc_t *b)
     h->fl_bitmap |= 1ull << fl;
     h->free_bytes += b->size;
     h->free_blocks++;
+    if (h->chunk_shift) h->whole_bytes += tlsf_whole(b->addr, b->size, h->chunk_shift);
     int k = bucket_of(b->size);
     h->bucket_free_blocks[k]++;
     h->bucket_free_bytes[k] += b->size;
 }
 
-/* Unlist b (it stays DESC_FREE).  pre: b is listed in h. */
+/* Unlist b (it keeps its state).  pre: b is listed in h. */
 static inline void tlsf_remove(tlsf_t *h, desc_t *b)
 {
     unsigned fl, sl;
     tlsf_mapping(b->size, &fl, &sl);
-    debug_assert_internal(b->state == DESC_FREE);
+    debug_assert_internal(b->state == h->state);
     debug_assert_internal(b->free_prev ? b->free_prev->free_next == b : h->head[fl][sl] == b);
     debug_assert_internal(!b->free_next || b->free_next->free_prev == b);
     if (b->free_prev)
@@ -122,6 +143,7 @@ static inline void tlsf_remove(tlsf_t *h, desc_t *b)
     b->free_prev = b->free_next = NULL;
     h->free_bytes -= b->size;
     h->free_blocks--;
+    if (h->chunk_shift) h->whole_bytes -= tlsf_whole(b->addr, b->size, h->chunk_shift);
     int k = bucket_of(b->size);
     h->bucket_free_blocks[k]--;
     h->bucket_free_bytes[k] -= b->size;

@@ -313,6 +313,25 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
         unum(b, p, "invalid_frees", st.invalid_frees);
         add(b, p, "snapshot_consistent", cJSON_CreateBool(1));
     }
+    /* How the pool is backed: one block, or chunks mapped into an address range (pool.h). */
+    str(b, dev, "backing", st.backing == POOL_BACKING_VMM ? "vmm" : "block");
+    cJSON *v = add(b, dev, "vmm",
+                   st.backing == POOL_BACKING_VMM ? cJSON_CreateObject() : cJSON_CreateNull());
+    if (v && st.backing == POOL_BACKING_VMM) {
+        unum(b, v, "chunk_bytes", st.chunk_bytes);
+        unum(b, v, "va_bytes", st.va_bytes);
+        unum(b, v, "limit_bytes", st.limit_bytes);
+        unum(b, v, "mapped_bytes", st.reserved_bytes);
+        unum(b, v, "whole_chunk_free_bytes", st.whole_chunk_free_bytes);
+        unum(b, v, "va_largest_unmapped_bytes", st.va_largest_unmapped);
+        unum(b, v, "chunks_mapped", st.chunks_mapped);
+        unum(b, v, "chunks_unmapped", st.chunks_unmapped);
+        unum(b, v, "grows", st.grows);
+        unum(b, v, "stitches", st.stitches);
+        unum(b, v, "give_backs", st.give_backs);
+        unum(b, v, "given_back_bytes", st.given_back_bytes);
+        unum(b, v, "backing_failures", st.backing_failures);
+    }
     cJSON *bk = add(b, dev, "buckets", cJSON_CreateArray());
     for (int k = 0; bk && k < POOL_NBUCKETS; k++) {
         cJSON *e = cJSON_CreateObject();
@@ -420,6 +439,8 @@ static void device_cb(void *ctx, int device, pool_t *pool, const wire_counters_t
         build_pool(b, d, device, pool, c->in, c->keys);
     } else {
         add(b, d, "pool", cJSON_CreateNull());
+        add(b, d, "backing", cJSON_CreateNull());
+        add(b, d, "vmm", cJSON_CreateNull());
         add(b, d, "buckets", cJSON_CreateArray());
         add(b, d, "free_map", cJSON_CreateArray());
         num(b, d, "free_map_omitted", 0);

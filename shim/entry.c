@@ -15,6 +15,9 @@
  * Requests the pool does not serve (other policies: P2P, 1 GiB pages, DDR/read-only flags; a cfg
  * naming another device; device ids outside 0..NPUPOOL_MAX_DEVICES-1) pass through and are
  * recorded (under device -1).
+ * Give-back: when the runtime answers 207001 to a request that does not go to the pool (a
+ * pass-through, a fallback, an application's aclrtMallocPhysical or aclrtReserveMemAddress), the
+ * device's pool gives free chunks back (device_give_back) and the call is retried once.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -75,6 +78,19 @@ static int cfg_names_other_device(const aclrtMallocConfig *cfg, int device)
     return 0;
 }
 
+/* The runtime refused `call` with rc on `device`: 1 when the pool gave chunks back, so that the
+ * caller retries once (counted as a rescue when the retry succeeds: rescued()). */
+static int give_back_for(aclError rc, int device, size_t bytes, const char *call)
+{
+    return rc == ACL_ERROR_RT_MEMORY_ALLOCATION && device_give_back(device, bytes, call) > 0;
+}
+
+static aclError rescued(aclError rc, int device)
+{
+    if (rc == ACL_SUCCESS) wire_counter_add(shim_counters_of(device), give_back_rescues, 1);
+    return rc;
+}
+
 static aclError record_forwarded(enum vocab_entry e, void **dev_ptr, size_t size, size_t granted,
                                  aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg, int device,
                                  enum vocab_origin origin, uint32_t stack)
@@ -82,6 +98,10 @@ static aclError record_forwarded(enum vocab_entry e, void **dev_ptr, size_t size
     aclError rc = forward_alloc(e, dev_ptr, size, policy, cfg);
     wire_counters_t *c = shim_counters_of(device);
     wire_counter_add(c, real_allocs, 1);
+    if (give_back_for(rc, device, granted, vocab_entry_name(e))) {
+        rc = rescued(forward_alloc(e, dev_ptr, size, policy, cfg), device);
+        wire_counter_add(c, real_allocs, 1);
+    }
     if (rc != ACL_SUCCESS) return rc;
     foreign_rec_t rec = {.device = device, .origin = origin, .granted = granted};
     if (foreign_add((uintptr_t)*dev_ptr, &rec) != 0)
@@ -119,17 +139,23 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
                                 VOCAB_FROM_PASSTHROUGH, stack);
 
     shim_device_t *d = &shim_devices[device];
-    pool_t *pool = device_pool_get_or_create(device);
+    pool_t *pool = device_pool_pin_or_create(device);
     uintptr_t addr = 0;
     pool_refusal_t why = {.kind = POOL_REFUSAL_NONE};
     /* (requested <= granted for the pool: a size near SIZE_MAX was capped above) */
     int prc = pool ? pool_alloc(pool, size < granted ? size : granted, granted, &addr, &why)
                    : POOL_ENOMEM;
+    size_t used = 0, capacity = 0;
+    if (pool) {
+        used = pool_allocated_bytes(pool);
+        capacity = pool_capacity(pool);
+        device_pool_unpin(); /* before observe_*: a report pins pools itself */
+    }
     if (prc == POOL_OK) {
         *dev_ptr = (void *)addr;
         wire_counter_add(&d->counters, allocs, 1);
         observe_alloc(addr, device, size, granted, e, VOCAB_FROM_POOL, stack);
-        observe_usage(device, pool_allocated_bytes(pool), pool_size(pool));
+        observe_usage(device, used, capacity);
         return ACL_SUCCESS;
     }
     aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -188,16 +214,19 @@ static aclError shim_free(void *dev_ptr, int sync)
         return ACL_ERROR_INVALID_PARAM;
     }
     uintptr_t addr = (uintptr_t)dev_ptr;
-    int device = device_of_pool_address(addr);
-    if (device >= 0) {
+    int device = -1;
+    pool_t *pool = device_pool_pin_by_address(addr, &device);
+    if (pool) {
         shim_device_t *d = &shim_devices[device];
-        pool_t *pool = device_pool_peek(device);
         if (sync && REAL(aclrtSynchronizeDevice)) REAL(aclrtSynchronizeDevice)();
         observe_forget(addr, device, 1); /* before the address can be handed out again */
         size_t granted = 0;
-        if (pool && pool_free(pool, addr, &granted, NULL) == POOL_OK) {
+        int frc = pool_free(pool, addr, &granted, NULL);
+        size_t used = pool_allocated_bytes(pool), capacity = pool_capacity(pool);
+        device_pool_unpin();
+        if (frc == POOL_OK) {
             wire_counter_add(&d->counters, frees, 1);
-            observe_usage(device, pool_allocated_bytes(pool), pool_size(pool));
+            observe_usage(device, used, capacity);
             return ACL_SUCCESS;
         }
         wire_counter_add(&d->counters, invalid_frees, 1);
@@ -261,11 +290,12 @@ EXPORT aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
     if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS ||
         !vocab_device_known(device))
         return rc;
-    pool_t *pool = device_pool_peek(device);
+    pool_t *pool = device_pool_pin(device);
     if (!pool) return rc;
     /* The application may still allocate what the runtime has free plus what the pool has free. */
     pool_stats_t st;
     pool_get_stats(pool, &st);
+    device_pool_unpin();
     size_t sum = *free + st.free_bytes;
     *free = sum > *total ? *total : sum;
     return rc;
@@ -281,7 +311,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
     aclError rc = REAL(aclrtResetDevice)(deviceId);
     if (rc == ACL_SUCCESS) {
         /* The runtime released every allocation of the device, the pool's reservation included. */
-        device_pool_retire(deviceId);
+        device_pool_drop(deviceId);
         size_t dropped = foreign_drop_device(deviceId);
         wire_counters_t *c = &shim_devices[deviceId].counters;
         __atomic_store_n(&c->fallback_bytes, 0, __ATOMIC_RELAXED);
@@ -300,15 +330,8 @@ EXPORT aclError aclFinalize(void)
     observe_before_finalize();
     /* Give reservations back while the runtime still works.  Blocks still live now are leaks: they
      * have just been reported and stay in the ledger, so the exit report lists them too. */
-    for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++) {
-        if (!device_pool_peek(dev)) continue;
-        uintptr_t base = device_pool_retire(dev);
-        if (!base) continue;
-        aclError frc = REAL(aclrtFree) ? REAL(aclrtFree)((void *)base) : ACL_ERROR_UNINITIALIZE;
-        wire_counter_add(&shim_devices[dev].counters, real_frees, 1);
-        if (frc != ACL_SUCCESS)
-            log_warn("aclFinalize: returning device %d's pool reservation failed (%d)", dev, frc);
-    }
+    for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++)
+        if (device_pool_peek(dev)) device_pool_release(dev);
     return REAL(aclFinalize)();
 }
 
@@ -320,8 +343,10 @@ EXPORT aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
     if (!REAL(aclrtMallocPhysical)) return ACL_ERROR_UNINITIALIZE;
     uint32_t stack = npupool_config.disable ? 0 : observe_capture_stack();
     aclError rc = REAL(aclrtMallocPhysical)(handle, size, prop, flags);
+    int device = prop && prop->location.id <= INT32_MAX ? (int)prop->location.id : -1;
+    if (!npupool_config.disable && give_back_for(rc, device, size, "aclrtMallocPhysical"))
+        rc = rescued(REAL(aclrtMallocPhysical)(handle, size, prop, flags), device);
     if (rc == ACL_SUCCESS && !npupool_config.disable && handle) {
-        int device = prop && prop->location.id <= INT32_MAX ? (int)prop->location.id : -1;
         observe_alloc((uintptr_t)*handle, vocab_device(device), size, size, VOCAB_MALLOC_PHYSICAL,
                       VOCAB_FROM_PASSTHROUGH, stack);
     }
@@ -360,6 +385,27 @@ EXPORT aclError aclrtUnmapMem(void *virPtr)
     if (npupool_config.disable || !virPtr) return REAL(aclrtUnmapMem)(virPtr);
     observe_forget((uintptr_t)virPtr, -1, 0);
     return REAL(aclrtUnmapMem)(virPtr);
+}
+
+/* An application's own address range: forwarded; a refusal is answered by a give-back of one
+ * chunk of the current device's pool (a reservation takes physical memory only for its page
+ * tables) and one retry, unless the range is larger than the device's memory (then the refusal
+ * cannot be for want of physical memory). */
+EXPORT aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment,
+                                       void *expectPtr, uint64_t flags)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtReserveMemAddress)) return ACL_ERROR_UNINITIALIZE;
+    aclError rc = REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags);
+    int device = -1;
+    size_t free_b = 0, total_b = 0;
+    if (rc == ACL_ERROR_RT_MEMORY_ALLOCATION && !npupool_config.disable && REAL(aclrtGetDevice) &&
+        REAL(aclrtGetDevice)(&device) == ACL_SUCCESS && REAL(aclrtGetMemInfo) &&
+        REAL(aclrtGetMemInfo)(ACL_HBM_MEM, &free_b, &total_b) == ACL_SUCCESS && size <= total_b &&
+        give_back_for(rc, device, 1, "aclrtReserveMemAddress"))
+        rc = rescued(REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags),
+                     device);
+    return rc;
 }
 
 /* Hidden aliases (see real.h): the shim's own addresses for dlsym substitution. */

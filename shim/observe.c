@@ -30,11 +30,12 @@ static void for_each_device(void *ctx,
     (void)ctx;
     for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++) {
         shim_device_t *d = &shim_devices[dev];
-        pool_t *pool = device_pool_peek(dev);
+        pool_t *pool = device_pool_pin(dev); /* not destroyed by a reset meanwhile */
         int active = pool || wire_counter_get(&d->counters, allocs) ||
                      wire_counter_get(&d->counters, real_allocs) ||
                      wire_counter_get(&d->counters, invalid_frees) || ledger_live_count(dev) > 0;
         if (active) cb(cbctx, dev, pool, &d->counters);
+        if (pool) device_pool_unpin();
     }
     wire_counters_t *u = &shim_unknown_device_counters;
     if (wire_counter_get(u, real_allocs) || wire_counter_get(u, invalid_frees) ||

@@ -55,6 +55,15 @@ static const option_def_t option_table[] = {
     {"NPUPOOL_POOL_BYTES", OPT_SIZE, FIELD(pool_bytes), "0", RUNTIME_UNIT, 1e18,
      OPT_ZERO_OFF | OPT_UNIT_MIN,
      "absolute pool size (`K`/`M`/`G`/`T` suffixes); overrides `NPUPOOL_RATIO` when non-zero"},
+    {"NPUPOOL_VMM", OPT_BOOL, FIELD(vmm), "1", 0, 1, 0,
+     "1: where the runtime has the virtual-memory API, the pool is an address range with "
+     "physical chunks mapped in: it gives free chunks back when the runtime refuses another "
+     "request, and stitches free chunks for a request no free block can hold; 0: one runtime "
+     "block, kept (as on runtimes without the API)"},
+    {"NPUPOOL_CHUNK_BYTES", OPT_SIZE, FIELD(chunk_bytes), "2M", RUNTIME_UNIT, 1073741824.0,
+     OPT_UNIT_MIN,
+     "chunk of a virtual-memory pool (rounded up to a power-of-two multiple of the runtime's "
+     "granularity): the unit of mapping, give-back and stitching"},
     {"NPUPOOL_FALLBACK", OPT_BOOL, FIELD(fallback), "1", 0, 1, 0,
      "1: a request the pool cannot serve goes to the real runtime; 0: refused with 207001"},
     {"NPUPOOL_DISABLE", OPT_BOOL, FIELD(disable), "0", 0, 1, 0,

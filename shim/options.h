@@ -26,6 +26,8 @@
 typedef struct npupool_config {
     double ratio;           /* NPUPOOL_RATIO: share of free HBM reserved per device */
     size_t pool_bytes;      /* NPUPOOL_POOL_BYTES: absolute pool size, 0 = use the ratio */
+    int vmm;                /* NPUPOOL_VMM: 1 = virtual-memory pool where the runtime has it */
+    size_t chunk_bytes;     /* NPUPOOL_CHUNK_BYTES: bytes per chunk of a virtual-memory pool */
     int fallback;           /* NPUPOOL_FALLBACK: 1 = the runtime serves what the pool cannot */
     int disable;            /* NPUPOOL_DISABLE: 1 = pure pass-through */
     int log_level;          /* NPUPOOL_LOG: enum log_level */

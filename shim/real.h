@@ -30,9 +30,11 @@
     X(aclrtMallocPhysical) \
     X(aclrtFreePhysical) \
     X(aclrtMapMem) \
-    X(aclrtUnmapMem)
+    X(aclrtUnmapMem) \
+    X(aclrtReserveMemAddress)
 /* X(name): functions the shim calls but does not define. */
-#define SHIM_CALLS(X) X(aclrtGetDevice) X(aclrtSynchronizeDevice)
+#define SHIM_CALLS(X) X(aclrtGetDevice) X(aclrtSynchronizeDevice) X(aclrtReleaseMemAddress) \
+    X(aclrtMemGetAllocationGranularity)
 // clang-format on
 
 enum real_id {

@@ -21,8 +21,10 @@
 
 typedef struct shim_device {
     pool_t *pool;             /* atomically published; NULL until first allocation */
-    uintptr_t reservation;    /* address the runtime gave for the pool */
-    size_t reservation_bytes; /* bytes managed by the pool */
+    uintptr_t reservation;    /* address the runtime gave for the pool (vmm: its range) */
+    size_t reservation_bytes; /* bytes the pool may hold (block: its block; vmm: its target) */
+    int vmm;                  /* 1: the pool is on the virtual-memory API */
+    int gave_back_said;       /* 1 once the first give-back was logged (atomic) */
     int reserve_failed; /* 1: the runtime refused every reservation size; no retry until reset */
     int creating;       /* 1 while one thread reserves this device's pool (lock released) */
     wire_counters_t counters; /* events on this device (base/wire.h), atomics */
@@ -43,17 +45,35 @@ static inline wire_counters_t *shim_counters_of(int device)
  * reports, trace, fork handlers.  Nothing of npupool runs before it (init.c). */
 void shim_ensure_init(void);
 
-/* Pool of `device`, creating it (one real reservation) if this is the first use.  NULL when the
- * device cannot have a pool (reservation refused or disabled).  pre: vocab_device_known(device). */
-pool_t *device_pool_get_or_create(int device);
-/* Pool of `device` if it exists (no creation). */
+/* Pools are pinned while used (pin.h): every device_pool_pin* that returns a pool must be
+ * followed by device_pool_unpin() once the caller no longer touches it, before it calls anything
+ * that may pin (observe_*, reports).  A thread holds one pin at a time.  A pinned pool is never
+ * destroyed, even when a reset retires it meanwhile. */
+/* Pool of `device`, pinned, creating it (one real reservation) if this is the first use.  NULL
+ * (nothing pinned) when the device cannot have a pool (reservation refused or disabled).
+ * pre: vocab_device_known(device). */
+pool_t *device_pool_pin_or_create(int device);
+/* Pool of `device`, pinned, if it exists (no creation); NULL = none, nothing pinned. */
+pool_t *device_pool_pin(int device);
+/* The pool that contains addr, pinned, and its device in *device; NULL (and -1) when none. */
+pool_t *device_pool_pin_by_address(uintptr_t addr, int *device);
+/* Let go of the pool this thread pinned. */
+void device_pool_unpin(void);
+/* Whether the device has a pool now (the pointer is only compared, never dereferenced). */
 pool_t *device_pool_peek(int device);
-/* Device whose pool contains addr, or -1. Lock-free. */
-int device_of_pool_address(uintptr_t addr);
-/* Forget the device's pool (the runtime released or is about to release its memory); waits for
- * a pool being built.  Returns the reservation's address, 0 if the device had no pool.  Takes
- * shim_devices_lock; the caller holds no npupool lock. */
-uintptr_t device_pool_retire(int device);
+/* The runtime has reset the device (its memory is gone): forget the device's pool; a vmm
+ * pool's address range is released.  Waits for a pool being built.  Takes shim_devices_lock;
+ * the caller holds no npupool lock. */
+void device_pool_drop(int device);
+/* aclFinalize: forget the device's pool and give its memory back to the runtime (block: free
+ * the block; vmm: unmap and free every chunk, release the range).  The caller holds no npupool
+ * lock. */
+void device_pool_release(int device);
+/* The runtime refused `call` (a request that does not go to the pool) on `device`: give back up
+ * to `bytes` (rounded up to chunks) of the pool's chunks that hold no live block.  Returns the
+ * bytes given back (0: nothing to give, a block pool, no pool); the caller then retries once.
+ * Counted per device, logged once at info.  The caller holds no npupool lock. */
+size_t device_give_back(int device, size_t bytes, const char *call);
 
 /* Fork (fork.c's table): the devices' lock, then every pool's lock. */
 void device_fork_prepare(void);

@@ -30,6 +30,14 @@ $(BUILD)/tests/unit/test_shim_options: $(BUILD)/obj/tests/unit/test_shim_options
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_shim_options
 
+# The pins' unit test links pin.o alone.
+$(BUILD)/obj/tests/unit/test_shim_pin.o: INC := $(SHIM_INC)
+$(BUILD)/tests/unit/test_shim_pin: $(BUILD)/obj/tests/unit/test_shim_pin.o $(BUILD)/obj/shim/pin.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
+
+UNIT_TESTS += $(BUILD)/tests/unit/test_shim_pin
+
 .PHONY: options-table
 options-table: $(BUILD)/tests/unit/test_shim_options
 	@$< --markdown

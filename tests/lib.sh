@@ -2,8 +2,9 @@
 #
 # Provides: run_preloaded PROG ARGS... (runs $BUILD/tests/programs/PROG in front of the shim, with
 # the sanitizer runtime first in LD_PRELOAD in asan/tsan builds), run_plain PROG ARGS... (same
-# program, no shim), stat NAME (a counter of the fake runtime from the last run), fail MSG,
-# skip MSG.  The fake's counters land in $STATS, written at exit by FAKEACL_STATS.  A case runs in
+# program, no shim), stat NAME (a counter of the fake runtime from the last run), pool_only LABEL
+# (the last run's runtime allocations were all chunks of virtual-memory pools, each mapped
+# once), fail MSG, skip MSG.  The fake's counters land in $STATS, written at exit by FAKEACL_STATS.  A case runs in
 # its own temporary directory ($TMPDIR_CASE); PROGS and SHIM are absolute paths.
 # Under an emulator (EMU set by tests/run.sh: make test-aarch64) programs run as `$EMU PROG`, and
 # LD_PRELOAD reaches the emulated program only (QEMU_SET_ENV), not the emulator itself; launch
@@ -59,6 +60,14 @@ run_plain() {
     local prog=$1; shift
     rm -f "$STATS"
     (cd "$TMPDIR_CASE" && launch "${SANRT}" "$PROGS/$prog" "$@")
+}
+
+pool_only() {
+    local pa
+    pa=$(stat physical_allocs)
+    [ "$(stat device_allocs)" -eq 0 ] || fail "$1: $(stat device_allocs) device blocks reached the runtime"
+    [ "$pa" -gt 0 ] || fail "$1: no pool chunk was allocated"
+    [ "$(stat maps)" -eq "$pa" ] || fail "$1: $(stat maps) maps for $pa pool chunks"
 }
 
 stat() {

@@ -8,7 +8,7 @@ UNIT_TESTS ?=
 PROG_DIR := $(BUILD)/tests/programs
 $(BUILD)/obj/tests/programs/%.o: INC := -Iinclude
 
-SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop guest
+SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop guest expandable vmm_threads
 SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen dlopen_abs
 SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%)
 
@@ -22,7 +22,7 @@ $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: 
 
 # Programs for the ledger and report cases (tests/cases/ledger_*.sh, report_*.sh): linked WITHOUT
 # -rdynamic (static functions are named from .symtab only).
-E2E_C  := leaks oom_puzzle signal_threads slow_leak dlopen_stress reset_finalize threshold
+E2E_C  := leaks oom_puzzle signal_threads slow_leak dlopen_stress reset_finalize threshold chunk_frag
 E2E_CC := cxx_throw
 E2E_BINS := $(E2E_C:%=$(PROG_DIR)/%) $(E2E_CC:%=$(PROG_DIR)/%)
 

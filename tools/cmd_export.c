@@ -35,6 +35,8 @@ enum {
     OPT_DEVICE_BYTES,
     OPT_FALLBACK,
     OPT_ROUNDING,
+    OPT_BACKING,
+    OPT_CHUNK_BYTES,
     OPT_MAX_SAMPLES,
 };
 static const cli_opt_t export_opts[] = {
@@ -47,7 +49,8 @@ static const cli_opt_t export_opts[] = {
     [OPT_REPORT] = {"report", 0, CLI_TEXT, "REPORT", NULL, CLI_REPEAT,
                     "a report of the traced process: its stacks label the allocations\n"
                     "live in it (the latest report), each report is an instant event"},
-    REPLAY_POOL_OPTS(OPT_POOL_BYTES, OPT_RATIO, OPT_DEVICE_BYTES, OPT_FALLBACK, OPT_ROUNDING),
+    REPLAY_POOL_OPTS(OPT_POOL_BYTES, OPT_RATIO, OPT_DEVICE_BYTES, OPT_FALLBACK, OPT_ROUNDING,
+                     OPT_BACKING, OPT_CHUNK_BYTES),
     [OPT_MAX_SAMPLES] = {"max-samples", 0, CLI_UINT, "N", "100000", CLI_POSITIVE,
                          "counter points (and refusal instants) per device at most"},
     {NULL},
@@ -237,8 +240,8 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
                 biggest = stacks->devices[k].reserved;
         if (biggest) in.replay.pool_bytes = biggest;
     }
-    rc = TOOLS_OK;
-    if (viz) rc = write_viz(viz, &in);
+    rc = replay_choose_backing(&a->v[OPT_BACKING], &a->v[OPT_CHUNK_BYTES], &in.replay);
+    if (viz && rc == TOOLS_OK) rc = write_viz(viz, &in);
     if (pf && rc == TOOLS_OK) rc = write_perfetto(pf, &in);
 out:
     for (size_t i = 0; i < loaded; i++) report_read_release(&r[i]);

@@ -2,11 +2,15 @@
  *
  * Owns: option parsing and the printed figures of replay; the engine is replay.c.  The pool size
  * is --pool-bytes, or --ratio of --device-bytes (the shim reserves NPUPOOL_RATIO of the free
- * device memory; 0.8 of 64 GiB by default, the fake runtime's device).  --min-pool bisects the
- * smallest pool that serves the whole trace with no refusal, per device.
+ * device memory; 0.8 of 64 GiB by default, the fake runtime's device); its backing is
+ * --backing (vmm, as the shim makes it where the runtime has the virtual-memory API, with
+ * --chunk-bytes; or block).  --min-pool bisects the smallest pool that serves the whole trace
+ * with no refusal, per device, then replays --verify larger sizes: a larger pool can do worse,
+ * and the figure printed is one that every checked larger size serves too.
  */
 #include "commands.h"
 #include "fmt.h"
+#include "pool.h"
 #include "replay.h"
 #include "tools.h"
 #include "wire.h"
@@ -25,6 +29,9 @@ enum {
     OPT_RESOLUTION,
     OPT_ROUNDING,
     OPT_ALLOCATOR,
+    OPT_BACKING,
+    OPT_CHUNK_BYTES,
+    OPT_VERIFY,
     OPT_CHECK,
     OPT_NO_TIMING,
     OPT_FAIL_ON_REFUSAL,
@@ -32,16 +39,21 @@ enum {
 /* The words of --rounding are enum replay_rounding in order, those of --allocator allocators[]. */
 static const replay_allocator_t *const allocators[] = {&replay_pool_allocator,
                                                        &replay_firstfit_allocator};
+/* (--allocator pool with --backing vmm is replay_pool_vmm_allocator.) */
 static const cli_opt_t replay_opts[] = {
-    REPLAY_POOL_OPTS(OPT_POOL_BYTES, OPT_RATIO, OPT_DEVICE_BYTES, OPT_FALLBACK, OPT_ROUNDING),
+    REPLAY_POOL_OPTS(OPT_POOL_BYTES, OPT_RATIO, OPT_DEVICE_BYTES, OPT_FALLBACK, OPT_ROUNDING,
+                     OPT_BACKING, OPT_CHUNK_BYTES),
     [OPT_MIN_POOL] = {"min-pool", 0, CLI_FLAG, NULL, NULL, 0,
                       "also find the smallest pool that runs the whole trace with no\n"
-                      "refusal (bisection; assumes a larger pool never does worse)"},
+                      "refusal (bisection, then --verify larger sizes replayed: a larger\n"
+                      "pool can do worse; the figure printed serves at each of them)"},
     [OPT_RESOLUTION] = {"resolution", 0, CLI_SIZE, "N", "64", CLI_POSITIVE,
                         "precision of --min-pool in bytes"},
     [OPT_ALLOCATOR] = {"allocator", 0, CLI_CHOICE, "pool|firstfit", "pool", 0,
                        "the allocator to replay against; firstfit: the seed's first-fit\n"
                        "free list, the baseline of the benchmarks"},
+    [OPT_VERIFY] = {"verify", 0, CLI_SIZE, "N", "100", 0,
+                    "--min-pool: larger sizes to replay after the bisection (0 = none)"},
     [OPT_CHECK] = {"check", 0, CLI_FLAG, NULL, NULL, 0,
                    "run the pool's invariant checker after every event (slow)"},
     [OPT_NO_TIMING] = {"no-timing", 0, CLI_FLAG, NULL, NULL, 0,
@@ -90,6 +102,10 @@ static void print_device(const trace_t *t, int i, const replay_dev_t *d, int fal
            d->final_frag * 100.0, d->worst_frag * 100.0, d->worst_frag_event + 1);
     printf("  free at end      %s, largest block %s\n", fmt_bytes(b1, d->final_free),
            fmt_bytes(b2, d->final_largest));
+    if (d->vmm)
+        printf("  stitching        %" PRIu64 " stitches remapped %" PRIu64 " chunks; %" PRIu64
+               " refusals for want of an unmapped stretch\n",
+               d->stitches, d->chunks_moved, d->va_refusals);
 }
 
 static int run(const cli_cmd_t *cmd, const cli_args_t *a)
@@ -100,7 +116,11 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     const int check = a->v[OPT_CHECK].given, timing = !a->v[OPT_NO_TIMING].given;
     const int fail_on_refusal = a->v[OPT_FAIL_ON_REFUSAL].given;
     const int rounding = a->v[OPT_ROUNDING].choice;
-    const replay_allocator_t *alloc = allocators[a->v[OPT_ALLOCATOR].choice];
+    replay_opts_t chosen = {.alloc = allocators[a->v[OPT_ALLOCATOR].choice]};
+    if (replay_choose_backing(&a->v[OPT_BACKING], &a->v[OPT_CHUNK_BYTES], &chosen) != TOOLS_OK)
+        return TOOLS_BAD;
+    const replay_allocator_t *alloc = chosen.alloc;
+    const uint64_t chunk = chosen.chunk_bytes;
     const uint64_t pool_bytes =
         replay_pool_bytes(&a->v[OPT_POOL_BYTES], &a->v[OPT_RATIO], &a->v[OPT_DEVICE_BYTES]);
 
@@ -111,6 +131,7 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     replay_opts_t o = {
         .alloc = alloc,
         .pool_bytes = pool_bytes,
+        .chunk_bytes = chunk,
         .fallback = fallback,
         .rounding = rounding,
         .only_device = -1,
@@ -134,6 +155,11 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     printf("allocator    %s, %s (%" PRIu64 " bytes) per device, fallback %s, rounding %s\n",
            alloc->name, fmt_bytes(b1, pool_bytes), pool_bytes, fallback ? "on" : "off",
            a->v[OPT_ROUNDING].text);
+    if (alloc == &replay_pool_vmm_allocator)
+        printf("backing      vmm: %s chunks (the limit rounded down to them), address range %dx\n",
+               fmt_bytes(b1, chunk), POOL_VMM_VA_RATIO);
+    else if (alloc == &replay_pool_allocator)
+        printf("backing      block\n");
     uint64_t refused = 0;
     for (int i = 0; i < t.ndevices; i++) {
         print_device(&t, i, &r->dev[i], fallback);
@@ -148,19 +174,40 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
                r->seconds * 1e9 / (double)r->events, r->events, r->seconds);
 
     if (min_pool) {
-        printf("\nminimum pool with no refusal (bisection to %s):\n", fmt_bytes(b1, resolution));
+        const int verify = (int)(a->v[OPT_VERIFY].u > 100000 ? 100000 : a->v[OPT_VERIFY].u);
+        const uint64_t res = replay_resolution(&o, resolution);
+        printf("\nminimum pool with no refusal (bisection to %s, then %d larger sizes checked):\n",
+               fmt_bytes(b1, res), verify);
         for (int i = 0; i < t.ndevices; i++) {
-            int probes;
             uint64_t peak = replay_live_peak(&t, i, rounding, alloc->align ? alloc->align : 1);
-            uint64_t m = replay_min_pool(&t, i, &o, resolution, &probes);
-            if (m == 0) {
+            replay_min_pool_result_t m;
+            replay_min_pool_verified(&t, i, &o, resolution, verify, &m);
+            if (m.min == 0) {
                 printf("  device %ld: none up to 1 PiB\n", t.device_ids[i]);
                 continue;
             }
             printf("  device %ld: %s (%" PRIu64 " bytes); live peak %s (%" PRIu64 " bytes): "
                    "fragmentation costs %+.2f%% [%d replays]\n",
-                   t.device_ids[i], fmt_bytes(b1, m), m, fmt_bytes(b2, peak), peak,
-                   peak ? ((double)m - (double)peak) * 100.0 / (double)peak : 0.0, probes);
+                   t.device_ids[i], fmt_bytes(b1, m.safe), m.safe, fmt_bytes(b2, peak), peak,
+                   peak ? ((double)m.safe - (double)peak) * 100.0 / (double)peak : 0.0, m.probes);
+            if (m.checked && !m.refused)
+                printf("             every one of %" PRIu64 " larger sizes up to %s serves too\n",
+                       m.checked, fmt_bytes(b1, m.checked_to));
+            if (m.refused) {
+                char b3[FMT_BYTES_LEN], b4[FMT_BYTES_LEN], b5[FMT_BYTES_LEN];
+                printf("             not monotone: %s (%" PRIu64 " bytes) serves, but %" PRIu64
+                       " of %" PRIu64 " larger sizes checked refuse a request (%s = %" PRIu64
+                       " bytes .. %s);\n",
+                       fmt_bytes(b1, m.min), m.min, m.refused, m.checked,
+                       fmt_bytes(b2, m.first_refused), m.first_refused,
+                       fmt_bytes(b3, m.last_refused));
+                if (m.safe)
+                    printf("             %s is the smallest checked size above them all, and "
+                           "every checked size from it up to %s serves\n",
+                           fmt_bytes(b4, m.safe), fmt_bytes(b5, m.checked_to));
+                else
+                    printf("             no checked size above them serves\n");
+            }
         }
     }
     if (r->violations)

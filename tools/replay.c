@@ -13,6 +13,7 @@
 #include "pool.h"
 #include "tools.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,11 @@
 
 /* ---- npupool's pool behind the allocator table -------------------------------------------- */
 
-static void *pa_create(uintptr_t base, size_t size) { return pool_create(base, size); }
+static void *pa_create(uintptr_t base, size_t size, const replay_opts_t *o)
+{
+    (void)o;
+    return pool_create(base, size);
+}
 static void pa_destroy(void *a) { pool_destroy(a); }
 static int pa_alloc(void *a, size_t requested, size_t granted, uintptr_t *out)
 {
@@ -52,6 +57,79 @@ const replay_allocator_t replay_pool_allocator = {
     .free = pa_free,
     .stats = pa_stats,
     .check = pa_check,
+    .backing = NULL,
+};
+
+/* ---- the same pool on a simulated virtual-memory backing ----------------------------------- */
+
+typedef struct vmm_replay {
+    pool_t *pool;         /* the vmm pool */
+    pool_sim_t sim;       /* its simulated backing */
+    uint64_t va_refusals; /* refusals for want of an unmapped stretch */
+} vmm_replay_t;
+
+static uint64_t chunk_of(const replay_opts_t *o)
+{
+    return o && o->chunk_bytes ? o->chunk_bytes : POOL_VMM_CHUNK_DEFAULT;
+}
+
+static void *va_create(uintptr_t base, size_t size, const replay_opts_t *o)
+{
+    size_t chunk = (size_t)chunk_of(o), limit = size & ~(chunk - 1);
+    if (limit == 0 || limit > SIZE_MAX / POOL_VMM_VA_RATIO) return NULL;
+    vmm_replay_t *a = calloc(1, sizeof *a);
+    if (a == NULL) return NULL;
+    pool_backing_t ops = pool_sim_backing(&a->sim);
+    a->pool = pool_create_vmm(base, limit * POOL_VMM_VA_RATIO, chunk, limit, &ops);
+    if (a->pool == NULL || pool_grow(a->pool, limit) != limit) {
+        pool_destroy(a->pool);
+        free(a);
+        return NULL;
+    }
+    return a;
+}
+static void va_destroy(void *p)
+{
+    vmm_replay_t *a = p;
+    pool_destroy(a->pool);
+    free(a);
+}
+static int va_alloc(void *p, size_t requested, size_t granted, uintptr_t *out)
+{
+    vmm_replay_t *a = p;
+    pool_refusal_t why;
+    if (pool_alloc(a->pool, requested, granted, out, &why) == POOL_OK) return 0;
+    if (why.kind == POOL_REFUSAL_FRAGMENTED && why.remappable_bytes >= why.stitch_bytes)
+        a->va_refusals++;
+    return -1;
+}
+static int va_free(void *p, uintptr_t addr) { return pa_free(((vmm_replay_t *)p)->pool, addr); }
+static void va_stats(void *p, uint64_t *allocated, uint64_t *free_bytes, uint64_t *largest)
+{
+    pa_stats(((vmm_replay_t *)p)->pool, allocated, free_bytes, largest);
+}
+static int va_check(void *p) { return pool_check(((vmm_replay_t *)p)->pool, NULL, 0); }
+static void va_backing(void *p, replay_dev_t *d)
+{
+    vmm_replay_t *a = p;
+    pool_stats_t st;
+    pool_get_stats(a->pool, &st);
+    d->vmm = 1;
+    d->stitches = st.stitches;
+    d->chunks_moved = st.chunks_unmapped;
+    d->va_refusals = a->va_refusals;
+}
+
+const replay_allocator_t replay_pool_vmm_allocator = {
+    .name = "pool",
+    .align = POOL_ALIGN,
+    .create = va_create,
+    .destroy = va_destroy,
+    .alloc = va_alloc,
+    .free = va_free,
+    .stats = va_stats,
+    .check = va_check,
+    .backing = va_backing,
 };
 
 /* ---- engine --------------------------------------------------------------------------------- */
@@ -102,7 +180,7 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
     int rc = 0;
     for (int i = 0; i < t->ndevices; i++) {
         if (o->only_device >= 0 && i != o->only_device) continue;
-        inst[i] = A->create(REPLAY_BASE, (size_t)o->pool_bytes);
+        inst[i] = A->create(REPLAY_BASE, (size_t)o->pool_bytes, o);
         if (inst[i] == NULL) {
             rc = -1;
             goto out;
@@ -214,6 +292,7 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r)
         if (d->final_frag > d->worst_frag) d->worst_frag = d->final_frag, d->worst_frag_event = e;
         d->live_requested = narrow(live_req[i]);
         d->peak_reserved = tools_add_sat(o->pool_bytes, d->peak_fallback);
+        if (A->backing) A->backing(inst[i], d);
     }
 out:
     for (int i = 0; i < t->ndevices; i++)
@@ -258,17 +337,29 @@ static int feasible(const trace_t *t, int device, const replay_opts_t *base, uin
     return ok;
 }
 
-uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, uint64_t resolution,
-                         int *probes)
+uint64_t replay_resolution(const replay_opts_t *o, uint64_t resolution)
 {
-    *probes = 0;
     if (resolution == 0) resolution = POOL_ALIGN;
     if (resolution > MIN_POOL_MAX) resolution = MIN_POOL_MAX;
+    if (o->alloc == &replay_pool_vmm_allocator) {
+        uint64_t c = chunk_of(o);
+        resolution = (resolution + c - 1) / c * c;
+    }
+    return resolution;
+}
+
+/* Bisection; *hi_out: the first feasible doubling (the top of the search). */
+static uint64_t min_pool(const trace_t *t, int device, const replay_opts_t *o, uint64_t resolution,
+                         int *probes, uint64_t *hi_out)
+{
+    *probes = 0;
+    resolution = replay_resolution(o, resolution);
     const replay_allocator_t *A = o->alloc ? o->alloc : &replay_pool_allocator;
     uint64_t peak = replay_live_peak(t, device, o->rounding, A->align ? A->align : 1);
     if (peak < POOL_ALIGN) peak = POOL_ALIGN;
     if (peak > MIN_POOL_MAX) return 0;
     uint64_t lo = (peak + resolution - 1) / resolution * resolution;
+    *hi_out = lo;
     if (feasible(t, device, o, lo, probes)) return lo;
     uint64_t hi = lo;
     do {
@@ -276,6 +367,7 @@ uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, u
         hi *= 2;
         if (hi > MIN_POOL_MAX) return 0;
     } while (!feasible(t, device, o, hi, probes));
+    *hi_out = hi;
     /* lo infeasible, hi feasible, both multiples of resolution. */
     while (hi - lo > resolution) {
         uint64_t mid = lo + (hi - lo) / resolution / 2 * resolution;
@@ -287,9 +379,81 @@ uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, u
     return hi;
 }
 
+int replay_choose_backing(const cli_val_t *backing, const cli_val_t *chunk_bytes, replay_opts_t *o)
+{
+    const uint64_t chunk = chunk_bytes->u;
+    o->chunk_bytes = chunk;
+    if (o->alloc != &replay_pool_allocator || backing->choice != 0) return TOOLS_OK;
+    if (chunk & (chunk - 1) || chunk < ((uint64_t)64 << 10) || chunk > ((uint64_t)1 << 30)) {
+        tools_err("--chunk-bytes %" PRIu64 " is not a power of two from 64 KiB to 1 GiB", chunk);
+        return TOOLS_BAD;
+    }
+    o->alloc = &replay_pool_vmm_allocator;
+    return TOOLS_OK;
+}
+
 uint64_t replay_pool_bytes(const cli_val_t *pool_bytes, const cli_val_t *ratio,
                            const cli_val_t *device_bytes)
 {
     if (pool_bytes->given) return pool_bytes->u;
     return (uint64_t)((double)device_bytes->u * ratio->d) & ~(uint64_t)63;
+}
+
+uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, uint64_t resolution,
+                         int *probes)
+{
+    uint64_t hi;
+    return min_pool(t, device, o, resolution, probes, &hi);
+}
+
+/* Check one larger size (sizes come in ascending order): a refusal moves the safe figure to
+ * the next size that serves. */
+static void verify_one(const trace_t *t, int device, const replay_opts_t *o, uint64_t size,
+                       replay_min_pool_result_t *r)
+{
+    r->checked++;
+    if (size > r->checked_to) r->checked_to = size;
+    if (feasible(t, device, o, size, &r->probes)) {
+        if (r->safe == 0) r->safe = size;
+        return;
+    }
+    if (r->refused == 0 || size < r->first_refused) r->first_refused = size;
+    if (size > r->last_refused) r->last_refused = size;
+    r->refused++;
+    r->safe = 0;
+}
+
+void replay_min_pool_verified(const trace_t *t, int device, const replay_opts_t *o,
+                              uint64_t resolution, int verify, replay_min_pool_result_t *r)
+{
+    memset(r, 0, sizeof *r);
+    uint64_t hi = 0;
+    resolution = replay_resolution(o, resolution);
+    r->min = min_pool(t, device, o, resolution, &r->probes, &hi);
+    r->safe = r->min;
+    if (r->min == 0 || verify <= 0) return;
+    /* Sizes in ascending order, so that "the smallest serving size above every refusal" is
+     * the first serving one after the last refusal seen. */
+    uint64_t near_top = r->min + r->min / 4, n_near = (uint64_t)verify, n_far = n_near / 4;
+    uint64_t prev = r->min;
+    for (int part = 0; part < 2; part++) {
+        uint64_t from = part ? near_top : r->min, to = part ? hi : near_top;
+        uint64_t n = part ? n_far : n_near;
+        if (to <= from || n == 0) continue;
+        for (uint64_t i = 1; i <= n; i++) {
+            uint64_t size = from + (to - from) / n * i;
+            if (i == n) size = to;
+            size = size / resolution * resolution;
+            if (size <= prev) continue;
+            prev = size;
+            verify_one(t, device, o, size, r);
+        }
+    }
+    if (r->refused && r->safe == 0) { /* the top checked size refused: look above it */
+        for (uint64_t size = prev + resolution; size <= MIN_POOL_MAX; size *= 2) {
+            size = size / resolution * resolution;
+            verify_one(t, device, o, size, r);
+            if (r->safe) break;
+        }
+    }
 }

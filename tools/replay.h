@@ -3,7 +3,9 @@
  * Owns: the replay engine behind `npupool replay`: one allocator instance per device of the trace
  * over a made-up address range (nothing is ever read or written there), the bookkeeping of what
  * each allocation got (pool block, fallback, refused) and the figures printed.  The pool is the
- * very code of pool/ (libnpupool_pool.a), not a copy.
+ * very code of pool/ (libnpupool_pool.a), not a copy, in either backing: a block pool, or a vmm
+ * pool shaped as the shim makes it (POOL_VMM_VA_RATIO, the chunk size) over a simulated
+ * backing that never refuses (maps and unmaps are counted, not made).
  * Invariants: within one run, slot s is live in at most one place; a free of a refused allocation
  * is ignored (the application never got the memory); refused allocations are not retried.
  */
@@ -16,20 +18,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct replay_opts;
+struct replay_dev;
+
 /* The allocator under test.  alloc returns 0 or -1 (cannot serve); free returns 0 or -1. */
 typedef struct replay_allocator {
-    const char *name;                             /* "pool", "firstfit" */
-    uint64_t align;                               /* bytes a block size is rounded to */
-    void *(*create)(uintptr_t base, size_t size); /* NULL on bad size / no memory */
+    const char *name; /* "pool", "firstfit" */
+    uint64_t align;   /* bytes a block size is rounded to */
+    /* NULL on bad size / no memory; o: the replay's options (the vmm pool's chunk size) */
+    void *(*create)(uintptr_t base, size_t size, const struct replay_opts *o);
     void (*destroy)(void *a);
     int (*alloc)(void *a, size_t requested, size_t granted, uintptr_t *out);
     int (*free)(void *a, uintptr_t addr);
     /* allocated = sum of block sizes in use; free = sum of free bytes; largest = largest free block */
     void (*stats)(void *a, uint64_t *allocated, uint64_t *free_bytes, uint64_t *largest_free);
     int (*check)(void *a); /* invariant violations (0 = consistent); may be NULL */
+    /* at the end of a run: the backing's figures into d (may be NULL) */
+    void (*backing)(void *a, struct replay_dev *d);
 } replay_allocator_t;
 
-extern const replay_allocator_t replay_pool_allocator;     /* npupool's pool (pool/) */
+extern const replay_allocator_t replay_pool_allocator;     /* npupool's pool (pool/), a block */
+extern const replay_allocator_t replay_pool_vmm_allocator; /* the same, vmm backing */
 extern const replay_allocator_t replay_firstfit_allocator; /* the seed's first fit (firstfit.h) */
 
 enum replay_rounding {
@@ -55,7 +64,9 @@ typedef struct replay_point {
 
 typedef struct replay_opts {
     const replay_allocator_t *alloc; /* allocator under test */
-    uint64_t pool_bytes;             /* size of each device's pool */
+    uint64_t pool_bytes;             /* size of each device's pool (vmm: its limit, rounded down
+                                        to chunks) */
+    uint64_t chunk_bytes;            /* vmm: bytes per chunk, 0 = POOL_VMM_CHUNK_DEFAULT */
     int fallback;                    /* 1: a refused request is served outside the pool */
     int rounding;                    /* enum replay_rounding */
     int only_device;                 /* device index to replay, -1 = all */
@@ -88,6 +99,10 @@ typedef struct replay_dev {
     double worst_frag;        /* largest sampled 1 - largest/free (sampled, and at every refusal) */
     uint64_t worst_frag_event; /* event index where worst_frag was seen */
     uint64_t first_refusal;    /* event index of the first refusal (valid when refused > 0) */
+    int vmm;                   /* the backing below was a vmm pool's */
+    uint64_t stitches;         /* vmm: slow paths that remapped free chunks */
+    uint64_t chunks_moved;     /* vmm: chunks unmapped and mapped again elsewhere */
+    uint64_t va_refusals;      /* vmm: refusals for want of an unmapped stretch of the range */
 } replay_dev_t;
 
 typedef struct replay_result {
@@ -108,9 +123,13 @@ int replay_run(const trace_t *t, const replay_opts_t *o, replay_result_t *r);
 /* Lower bound for any pool: high-water mark of live granted bytes, each rounded up to `align`. */
 uint64_t replay_live_peak(const trace_t *t, int device, int rounding, uint64_t align);
 
-/* Smallest pool size (a multiple of `resolution`, >= 64) for which device `device` replays with
- * no refusal, by bisection between the live peak and the first feasible doubling.  Assumes
- * feasibility is monotonic in the pool size (the answer is checked to be feasible).
+/* The resolution the minimum-pool search works at: `resolution` (0: 64), rounded up to whole
+ * chunks for a vmm pool (its limit is a chunk multiple). */
+uint64_t replay_resolution(const replay_opts_t *o, uint64_t resolution);
+
+/* Smallest pool size (a multiple of replay_resolution, >= 64) for which device `device`
+ * replays with no refusal, by bisection between the live peak and the first feasible doubling.
+ * Assumes feasibility is monotonic in the pool size (the answer is checked to be feasible).
  * Returns 0 when no pool up to 2^50 bytes works.  *probes receives the replays run. */
 uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, uint64_t resolution,
                          int *probes);
@@ -118,7 +137,8 @@ uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, u
 /* The options that choose the pool a trace is replayed through, shared by the commands that
  * replay (replay, export): their cli.h table entries at the given indexes, in this order.  The
  * words of ROUNDING are enum replay_rounding in order; FALLBACK's are 0 and 1. */
-#define REPLAY_POOL_OPTS(POOL_BYTES, RATIO, DEVICE_BYTES, FALLBACK, ROUNDING)                 \
+#define REPLAY_POOL_OPTS(POOL_BYTES, RATIO, DEVICE_BYTES, FALLBACK, ROUNDING, BACKING,        \
+                         CHUNK_BYTES)                                                         \
     [POOL_BYTES] = {"pool-bytes",                                                             \
                     0,                                                                        \
                     CLI_SIZE,                                                                 \
@@ -150,11 +170,50 @@ uint64_t replay_min_pool(const trace_t *t, int device, const replay_opts_t *o, u
                   "acl",                                                                      \
                   0,                                                                          \
                   "bytes that belong to a block: acl = ALIGN_UP(size,32)+32 (aclrtMalloc),\n" \
-                  "align32 = ALIGN_UP(size,32) (aclrtMallocAlign32), none"}
+                  "align32 = ALIGN_UP(size,32) (aclrtMallocAlign32), none"},                  \
+    [BACKING] = {"backing",                                                                   \
+                 0,                                                                           \
+                 CLI_CHOICE,                                                                  \
+                 "vmm|block",                                                                 \
+                 "vmm",                                                                       \
+                 0,                                                                           \
+                 "the pool's backing, as the shim's: vmm = chunks mapped into an address\n"   \
+                 "range (NPUPOOL_VMM=1 where the runtime has the API; they stitch and\n"      \
+                 "give back), block = one runtime allocation (NPUPOOL_VMM=0)"},               \
+    [CHUNK_BYTES] = {"chunk-bytes",                                                           \
+                     0,                                                                       \
+                     CLI_SIZE,                                                                \
+                     "N",                                                                     \
+                     "2M",                                                                    \
+                     CLI_POSITIVE,                                                            \
+                     "vmm: bytes per chunk, as NPUPOOL_CHUNK_BYTES (a power of two)"}
+
+/* The pool those options choose: o->alloc becomes the vmm pool where *pool_alloc is the block
+ * pool and BACKING says vmm (its first word), o->chunk_bytes the chunk.  Returns TOOLS_OK, or
+ * TOOLS_BAD after one line on stderr when the chunk is not a power of two from 64 KiB to 1 GiB. */
+int replay_choose_backing(const cli_val_t *backing, const cli_val_t *chunk_bytes, replay_opts_t *o);
 
 /* The pool size those options give: --pool-bytes, else --ratio x --device-bytes (64-byte
  * multiple). */
 uint64_t replay_pool_bytes(const cli_val_t *pool_bytes, const cli_val_t *ratio,
                            const cli_val_t *device_bytes);
+
+/* The minimum pool, verified: a larger pool can do worse (the largest free run depends on
+ * where earlier blocks landed), so after the bisection `verify` larger sizes are replayed too:
+ * evenly spaced (at the resolution) over (min, min + min/4], and a quarter as many over the
+ * rest up to the first feasible doubling.  safe = min when all of them serve; else the
+ * smallest checked size above every checked size that refused. */
+typedef struct replay_min_pool_result {
+    uint64_t min;           /* bisection's answer (0: no pool up to 2^50 serves) */
+    uint64_t safe;          /* serves, and so does every checked larger size */
+    uint64_t checked;       /* larger sizes replayed */
+    uint64_t checked_to;    /* the largest of them */
+    uint64_t refused;       /* of them, sizes that refused a request */
+    uint64_t first_refused; /* the smallest such size */
+    uint64_t last_refused;  /* the largest such size */
+    int probes;             /* replays run in all */
+} replay_min_pool_result_t;
+void replay_min_pool_verified(const trace_t *t, int device, const replay_opts_t *o,
+                              uint64_t resolution, int verify, replay_min_pool_result_t *r);
 
 #endif /* NPUPOOL_TOOLS_REPLAY_H */

@@ -14,8 +14,9 @@ typedef struct ffa {
     size_t size;    /* pool bytes */
 } ffa_t;
 
-static void *ffa_create(uintptr_t base, size_t size)
+static void *ffa_create(uintptr_t base, size_t size, const replay_opts_t *o)
 {
+    (void)o;
     ffa_t *a = malloc(sizeof *a);
     if (a == NULL) return NULL;
     a->ff = firstfit_create(size);
@@ -68,4 +69,5 @@ const replay_allocator_t replay_firstfit_allocator = {
     .free = ffa_free,
     .stats = ffa_stats,
     .check = NULL,
+    .backing = NULL,
 };

@@ -10,7 +10,9 @@
 need_ledger
 need_jsonschema
 cd "$TMPDIR_CASE"
-NPUPOOL_FALLBACK=0 NPUPOOL_POOL_BYTES=1G NPUPOOL_REPORT="$TMPDIR_CASE/r-%n.json" FAKEACL_HBM_BYTES=4G \
+# A block pool (NPUPOOL_VMM=0): a vmm pool stitches the holes and serves the large request
+# (tests/cases/vmm_puzzle.sh covers that).
+NPUPOOL_VMM=0 NPUPOOL_FALLBACK=0 NPUPOOL_POOL_BYTES=1G NPUPOOL_REPORT="$TMPDIR_CASE/r-%n.json" FAKEACL_HBM_BYTES=4G \
     run_preloaded guest refusals >"$TMPDIR_CASE/out" 2>"$TMPDIR_CASE/err" || { cat "$TMPDIR_CASE/err"; fail "refusals failed"; }
 cat "$TMPDIR_CASE/out" "$TMPDIR_CASE/err"
 files=$(reports 'r-*.json')

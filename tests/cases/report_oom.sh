@@ -1,12 +1,13 @@
 # variants: plain asan
-# The seeds' OOM puzzle: 1 GiB blocks fill an 8 GiB pool, every other one is freed, 2 GiB is
-# refused with 207001 (fallback off) and the oom report explains why: fragmentation, 4 GiB free
-# but no block larger than 1 GiB, with the refused call's site and figures that agree with the pool.
+# The seeds' OOM puzzle on a block pool (NPUPOOL_VMM=0; a virtual-memory pool serves it:
+# vmm_puzzle.sh): 1 GiB blocks fill an 8 GiB pool, every other one is freed, 2 GiB is refused
+# with 207001 (fallback off) and the oom report explains why: fragmentation, 4 GiB free but no
+# block larger than 1 GiB, with the refused call's site and figures that agree with the pool.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
 need_jsonschema
-NPUPOOL_POOL_BYTES=8G NPUPOOL_FALLBACK=0 NPUPOOL_REPORT="$TMPDIR_CASE/oom-%n.json" \
+NPUPOOL_VMM=0 NPUPOOL_POOL_BYTES=8G NPUPOOL_FALLBACK=0 NPUPOOL_REPORT="$TMPDIR_CASE/oom-%n.json" \
     run_preloaded oom_puzzle >"$TMPDIR_CASE/out" 2>"$TMPDIR_CASE/err" || { cat "$TMPDIR_CASE/err"; fail "oom_puzzle failed"; }
 cat "$TMPDIR_CASE/out" "$TMPDIR_CASE/err"
 grep -q '^REFUSED 207001$' "$TMPDIR_CASE/out" || fail "2 GiB was not refused with 207001"

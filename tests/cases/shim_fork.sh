@@ -10,7 +10,15 @@ cd "$TMPDIR_CASE"
 # thread first: the same run takes from 30 s to minutes there.
 tmo=120
 [ -z "$EMU" ] || tmo=300
-timeout $tmo bash -c 'launch "$@"' launch "${SANRT:+$SANRT }$SHIM" "$PROGS/fork_threads"
+# Under ASan with block pools only: GCC's libasan does not lock its allocator around fork(), so a
+# child whose parent had a thread inside malloc() can deadlock in its first malloc (seen: a child
+# stuck in __asan::Allocator::Allocate, from npupool building a pool and from glibc's dlsym error
+# path).  The fake runtime takes its records from mmap for this reason, but a vmm pool built in
+# the child still allocates host memory for its plans; block pools keep the exposure this case
+# had before them (fork_dlopen under ASan hung at times then too).  Plain and TSan, whose
+# allocators are locked around fork, cover vmm pools.
+vmm_env=; [ "$VARIANT" = asan ] && vmm_env=NPUPOOL_VMM=0
+timeout $tmo env $vmm_env bash -c 'launch "$@"' launch "${SANRT:+$SANRT }$SHIM" "$PROGS/fork_threads"
 rc=$?
 [ "$rc" -eq 124 ] && fail "fork_threads hung (deadlock after fork?)"
 [ "$rc" -eq 0 ] || fail "fork_threads failed with status $rc"
@@ -19,7 +27,7 @@ rc=$?
 # (TSan documents fork of a multi-threaded program as unsupported).  Plain and ASan cover it.
 [ "$VARIANT" = tsan ] && exit 0
 no_emu "fork_dlopen's rebuild thread maps and unmaps a 1.6 GiB reservation thousands of times, and qemu-user's memory grows with each (15 GiB, then the OOM killer)"
-timeout $tmo bash -c 'launch "$@"' launch "${SANRT:+$SANRT }$SHIM" "$PROGS/fork_dlopen"
+timeout $tmo env $vmm_env bash -c 'launch "$@"' launch "${SANRT:+$SANRT }$SHIM" "$PROGS/fork_dlopen"
 rc=$?
 [ "$rc" -eq 124 ] && fail "fork_dlopen hung (lock order between fork handlers?)"
 [ "$rc" -eq 0 ] || fail "fork_dlopen failed with status $rc"

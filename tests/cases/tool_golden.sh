@@ -33,7 +33,9 @@ check flame_basic.txt flame $F/report_basic.json
 check flame_count.txt flame $F/report_two_devices.json --by count --with-device
 check map_basic.svg map $F/report_basic.json -o -
 check map_two_devices.svg map $F/report_two_devices.json --by site -o -
-check replay_minpool.txt replay $F/traces/minpool.trace --rounding none --min-pool --no-timing
-check replay_training.txt replay traces/training.trace --no-timing --min-pool --resolution 1M
-check replay_rmm_small.txt replay traces/rmm_random_small.csv --pool-bytes 64M --fallback 0 --no-timing
+check replay_minpool.txt replay $F/traces/minpool.trace --backing block --rounding none --min-pool --no-timing
+check replay_training.txt replay traces/training.trace --backing block --no-timing --min-pool --resolution 1M
+check replay_training_vmm.txt replay traces/training.trace --no-timing --min-pool --verify 20
+check replay_rmm_small.txt replay traces/rmm_random_small.csv --backing block --pool-bytes 64M --fallback 0 --no-timing
+check replay_rmm_small_vmm.txt replay traces/rmm_random_small.csv --pool-bytes 64M --fallback 0 --no-timing
 exit 0

@@ -8,11 +8,16 @@
  *   FAKEACL_HBM_BYTES   HBM per device; K/M/G/T suffixes, powers of 2 (default 64G)
  *   FAKEACL_FAIL_NTH    the N-th HBM-charging call of the process fails with 207001 (0 = off)
  *   FAKEACL_FAIL_ABOVE  every HBM-charging call whose block exceeds this fails (0 = off)
+ *   FAKEACL_FAIL_PHYSICAL_NTH  the N-th aclrtMallocPhysical fails with 207001 (0 = off)
+ *   FAKEACL_FAIL_MAP_NTH  the N-th aclrtMapMem fails with 207001 (0 = off)
+ *   FAKEACL_FAIL_RESERVE_NTH  the N-th aclrtReserveMemAddress fails with 207001 (0 = off)
+ *   FAKEACL_VMM         0: behave as a runtime without the virtual-memory API (its seven calls
+ *                       answer 207000, feature not supported)                  (default 1)
  *   FAKEACL_STATS       at exit write every counter to this path ("%p" -> pid)
  * A bad value costs one `fakeacl:` line on stderr and keeps the default.
  *
- * Fork: prepare takes fa_g.lock, parent and child release it, so the child gets a consistent copy
- * of every table and keeps using it (its mappings of physical handles stay MAP_SHARED with the
+ * Fork: prepare takes fa_g.lock and then the records' lock, parent and child release them, so the
+ * child gets a consistent copy of every table and of the record storage and keeps using them (its mappings of physical handles stay MAP_SHARED with the
  * parent's, as memfd mappings do).
  */
 #include <errno.h>
@@ -124,19 +129,34 @@ static int opt_hbm(const char *v)
     return 0;
 }
 
-static int opt_fail_nth(const char *v)
+/* A fault countdown: the n-th call of its kind fails (0 = off). */
+static int opt_countdown(const char *v, uint64_t *countdown)
 {
     unsigned long long n;
     if (parse_uint(v, UINT64_MAX, &n) != 0) return -1;
-    fa_g.fail_countdown = n;
+    *countdown = n;
     return 0;
 }
+
+static int opt_fail_nth(const char *v) { return opt_countdown(v, &fa_g.fail_countdown); }
 
 static int opt_fail_above(const char *v)
 {
     size_t b;
     if (fa_parse_size(v, &b) != 0) return -1;
     fa_g.fail_above = b;
+    return 0;
+}
+
+static int opt_fail_phys(const char *v) { return opt_countdown(v, &fa_g.fail_phys_countdown); }
+static int opt_fail_map(const char *v) { return opt_countdown(v, &fa_g.fail_map_countdown); }
+static int opt_fail_resv(const char *v) { return opt_countdown(v, &fa_g.fail_resv_countdown); }
+
+static int opt_vmm(const char *v)
+{
+    unsigned long long n;
+    if (parse_uint(v, 1, &n) != 0) return -1;
+    fa_g.no_vmm = n == 0;
     return 0;
 }
 
@@ -157,18 +177,33 @@ static const struct fa_option {
     {"FAKEACL_HBM_BYTES", "a size > 0 such as 64G, 512M, 1073741824", opt_hbm},
     {"FAKEACL_FAIL_NTH", "an integer >= 0", opt_fail_nth},
     {"FAKEACL_FAIL_ABOVE", "a size such as 1M (0 = off)", opt_fail_above},
+    {"FAKEACL_FAIL_PHYSICAL_NTH", "an integer >= 0", opt_fail_phys},
+    {"FAKEACL_FAIL_MAP_NTH", "an integer >= 0", opt_fail_map},
+    {"FAKEACL_FAIL_RESERVE_NTH", "an integer >= 0", opt_fail_resv},
+    {"FAKEACL_VMM", "0 or 1", opt_vmm},
     {"FAKEACL_STATS", "a file path (%p = pid)", opt_stats},
 };
 
-static void fork_prepare(void) { pthread_mutex_lock(&fa_g.lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&fa_g.lock); }
-static void fork_child(void) { pthread_mutex_unlock(&fa_g.lock); }
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&fa_g.lock);
+    pthread_mutex_lock(&fa_recs_lock);
+}
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&fa_recs_lock);
+    pthread_mutex_unlock(&fa_g.lock);
+}
+static void fork_child(void) { fork_parent(); }
 
 static void init_once(void)
 {
     long pg = sysconf(_SC_PAGESIZE);
     fa_g.page = pg > 0 ? (size_t)pg : 4096;
-    for (int d = 0; d < FA_MAX_DEVICES; d++) fa_g.dev[d].budget = FA_DEFAULT_HBM;
+    for (int d = 0; d < FA_MAX_DEVICES; d++) {
+        fa_g.dev[d].budget = FA_DEFAULT_HBM;
+        fa_g.dev[d].hbm_fd = -1;
+    }
     for (size_t i = 0; i < sizeof(fa_options) / sizeof(fa_options[0]); i++) {
         const char *v = getenv(fa_options[i].name);
         if (v != NULL && fa_options[i].apply(v) != 0)

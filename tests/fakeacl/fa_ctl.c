@@ -82,6 +82,22 @@ void fakeacl_fail_nth_alloc(uint64_t n)
     fa_unlock();
 }
 
+void fakeacl_fail_nth_physical(uint64_t n)
+{
+    fa_init();
+    fa_lock();
+    fa_g.fail_phys_countdown = n;
+    fa_unlock();
+}
+
+void fakeacl_fail_nth_map(uint64_t n)
+{
+    fa_init();
+    fa_lock();
+    fa_g.fail_map_countdown = n;
+    fa_unlock();
+}
+
 void fakeacl_fail_above(size_t bytes)
 {
     fa_init();
@@ -244,8 +260,7 @@ struct check_ctx {
     int bad;                        /* violations found */
     size_t charged[FA_MAX_DEVICES]; /* bytes, summed from records */
     uint64_t live[FA_MAX_DEVICES];  /* records per device */
-    const struct fa_rec *target;    /* reservation/handle whose mappings are counted */
-    uint32_t seen;                  /* mappings found naming target */
+    size_t maps_listed;             /* mappings found on the handles' lists */
 };
 
 #define CHECK(ctx, cond, ...)              \
@@ -271,13 +286,6 @@ static int check_block(struct fa_rec *r, void *ctx)
     return 0;
 }
 
-static int count_maps_of_phys(struct fa_rec *m, void *ctx)
-{
-    struct check_ctx *c = ctx;
-    if (m->phys == c->target) c->seen++;
-    return 0;
-}
-
 static int check_phys(struct fa_rec *r, void *ctx)
 {
     struct check_ctx *c = ctx;
@@ -286,15 +294,28 @@ static int check_phys(struct fa_rec *r, void *ctx)
     CHECK(c, r->fd >= 0 && r->size % FA_HUGE_PAGE == 0 && r->charged == r->size,
           "handle %#lx: fd %d, size %zu, charged %zu", (unsigned long)r->key, r->fd, r->size,
           r->charged);
+    if (r->dev >= 0 && r->dev < fa_g.ndev)
+        CHECK(c,
+              r->fd == fa_g.dev[r->dev].hbm_fd && r->offset % FA_HUGE_PAGE == 0 &&
+                  r->offset + r->size <= fa_g.dev[r->dev].hbm_next,
+              "handle %#lx: file %d offset %zu, its device's file %d (next %zu)",
+              (unsigned long)r->key, r->fd, r->offset, fa_g.dev[r->dev].hbm_fd,
+              fa_g.dev[r->dev].hbm_next);
     if (r->dev >= 0 && r->dev < FA_MAX_DEVICES) {
         c->charged[r->dev] += r->charged;
         c->live[r->dev]++;
     }
-    c->target = r;
-    c->seen = 0;
-    fa_table_walk(&fa_g.mappings, count_maps_of_phys, c);
-    CHECK(c, c->seen == r->nmaps, "handle %#lx: %u mappings, nmaps %u", (unsigned long)r->key,
-          c->seen, r->nmaps);
+    uint32_t n = 0;
+    const struct fa_rec *prev = NULL;
+    for (const struct fa_rec *m = r->pmaps; m != NULL && n <= r->nmaps; prev = m, m = m->psib) {
+        n++;
+        CHECK(c, m->phys == r && m->psib_prev == prev,
+              "mapping %p on the list of handle %#lx is not its own or badly linked",
+              (void *)m->key, (unsigned long)r->key);
+    }
+    CHECK(c, n == r->nmaps, "handle %#lx: %u mappings listed, nmaps %u", (unsigned long)r->key, n,
+          r->nmaps);
+    c->maps_listed += n;
     return 0;
 }
 
@@ -302,17 +323,29 @@ static int check_resv(struct fa_rec *r, void *ctx)
 {
     struct check_ctx *c = ctx;
     uint32_t n = 0;
-    for (const struct fa_rec *m = r->maps; m != NULL; m = m->sib) {
+    size_t granules = 0;
+    const struct fa_rec *prev = NULL;
+    for (const struct fa_rec *m = r->maps; m != NULL && n <= r->nmaps; prev = m, m = m->sib) {
         n++;
-        CHECK(c, m->resv == r && fa_table_find(&fa_g.mappings, m->key) == m,
-              "mapping %p in the list of reservation %p is not its own or not in the table",
+        CHECK(c, m->resv == r && m->sib_prev == prev && fa_table_find(&fa_g.mappings, m->key) == m,
+              "mapping %p in the list of reservation %p is not its own, badly linked or not in "
+              "the table",
               (void *)m->key, (void *)r->key);
-        for (const struct fa_rec *o = m->sib; o != NULL; o = o->sib)
-            CHECK(c, m->key + m->size <= o->key || o->key + o->size <= m->key,
-                  "mappings %p and %p overlap", (void *)m->key, (void *)o->key);
+        granules += m->size / FA_HUGE_PAGE;
+        for (uintptr_t a = m->key; r->gbits && a < m->key + m->size; a += FA_HUGE_PAGE) {
+            size_t g = (a - r->key) / FA_HUGE_PAGE;
+            CHECK(c, r->gbits[g >> 6] >> (g & 63) & 1, "mapping %p: granule %zu not marked",
+                  (void *)m->key, g);
+        }
     }
     CHECK(c, n == r->nmaps, "reservation %p: %u mappings listed, nmaps %u", (void *)r->key, n,
           r->nmaps);
+    size_t set = 0;
+    for (size_t w = 0; r->gbits && w < (r->size / FA_HUGE_PAGE + 63) / 64; w++)
+        set += (size_t)__builtin_popcountll(r->gbits[w]);
+    /* every mapped granule marked, and no more marked: the mappings do not overlap */
+    CHECK(c, set == granules, "reservation %p: %zu granules marked, its mappings cover %zu",
+          (void *)r->key, set, granules);
     return 0;
 }
 
@@ -346,6 +379,9 @@ int fa_check_locked(void)
     fa_table_walk(&fa_g.physs, check_phys, &c);
     fa_table_walk(&fa_g.resvs, check_resv, &c);
     fa_table_walk(&fa_g.mappings, check_mapping, &c);
+    CHECK(&c, c.maps_listed == fa_g.mappings.count,
+          "%zu mappings on the handles' lists, %zu in the table", c.maps_listed,
+          fa_g.mappings.count);
     for (int d = 0; d < fa_g.ndev; d++) {
         const struct fa_dev *dv = &fa_g.dev[d];
         CHECK(&c, dv->charged == c.charged[d], "device %d: charged %zu, records add up to %zu", d,

@@ -18,8 +18,9 @@
  *   - for each device d: dev[d].charged == sum of `charged` over device blocks and physical
  *     handles of d, and dev[d].live == their number;
  *   - every mapping lies inside its reservation and inside its handle; resv->nmaps and
- *     phys->nmaps equal the number of mappings that name them; mappings of a reservation do not
- *     overlap;
+ *     phys->nmaps equal the number of mappings that name them, which are exactly those on their
+ *     lists; a reservation's granule bits are set exactly under its mappings (so mappings of a
+ *     reservation do not overlap);
  *   - each table's `count` equals the number of records chained in it.
  */
 #ifndef FAKEACL_FA_INTERNAL_H
@@ -36,6 +37,7 @@
 /* CANN codes the fake returns that include/acl/acl.h does not name (values from CANN's acl_base.h). */
 #define FA_ERROR_REPEAT_INITIALIZE 100002
 #define FA_ERROR_REPEAT_FINALIZE 100037
+#define FA_ERROR_FEATURE_NOT_SUPPORT 207000 /* ACL_ERROR_RT_FEATURE_NOT_SUPPORT */
 
 #define FA_MAX_DEVICES 64 /* FAKEACL_DEVICES may be 0..64 */
 #define FA_DEFAULT_DEVICES 2
@@ -44,6 +46,7 @@
 #define FA_HUGE_PAGE ((size_t)2 << 20)        /* 2 MiB huge page = VMM granularity */
 #define FA_HUGE1G_PAGE ((size_t)1 << 30)      /* 1 GiB page */
 #define FA_HUGE_FIRST_LIMIT ((size_t)1 << 20) /* HUGE_FIRST: blocks <= 1 MiB use normal pages */
+#define FA_HBM_FILE_BYTES ((size_t)1 << 46)   /* a device's physical-memory file (sparse) */
 
 /* ---- counters ------------------------------------------------------------------------------ */
 /* X(name): one counter per exported entry point (calls, success or not), then derived ones. */
@@ -87,6 +90,7 @@
     X(host_frees)        /* successful aclrtFreeHost */                                          \
     X(maps)              /* successful aclrtMapMem */                                            \
     X(unmaps)            /* successful aclrtUnmapMem */                                          \
+    X(map_failures)      /* aclrtMapMem refused by fault injection (207001) */                   \
     X(sync)              /* device synchronizations: aclrtSynchronizeDevice + FreeWithDevSync */ \
     X(reset_released)    /* blocks + handles released by aclrtResetDevice */
 
@@ -118,14 +122,22 @@ struct fa_rec {
                              range, or physical handle size (granularity-rounded) */
     size_t maplen;       /* bytes actually mmapped for a block, reservation or host area */
     size_t charged;      /* bytes charged to `dev`'s HBM (blocks, handles), else 0 */
-    size_t offset;       /* mapping: bytes into its handle */
+    size_t offset;       /* mapping: bytes into its handle; handle: bytes into its device's
+                            physical-memory file */
     int dev;             /* device id of a block or handle, else -1 */
-    int fd;              /* handle: memfd backing it, else -1 */
+    int fd;              /* handle: its device's physical-memory file (fa_dev.hbm_fd), else -1 */
     uint32_t nmaps;      /* reservation / handle: live mappings naming it */
     struct fa_rec *resv; /* mapping: its enclosing reservation */
     struct fa_rec *phys; /* mapping: its backing handle */
     struct fa_rec *sib;  /* mapping: next mapping of the same reservation */
-    struct fa_rec *maps; /* reservation: head of its mapping list (via sib) */
+    struct fa_rec *sib_prev;  /* mapping: previous one (NULL: the list head) */
+    struct fa_rec *psib;      /* mapping: next mapping of the same handle */
+    struct fa_rec *psib_prev; /* mapping: previous one (NULL: the list head) */
+    struct fa_rec *maps;      /* reservation: head of its mapping list (via sib) */
+    struct fa_rec *pmaps;     /* handle: head of its mapping list (via psib) */
+    uint64_t *gbits;          /* reservation: bit g set = granule g (2 MiB) is mapped; NULL
+                                 until its first mapping (mmap'ed, gbits_len bytes) */
+    size_t gbits_len;         /* reservation: bytes mapped for gbits */
 };
 
 struct fa_table {
@@ -133,6 +145,12 @@ struct fa_table {
     size_t nslot;         /* power of two, 0 before first insert */
     size_t count;         /* records held */
 };
+
+/* Records: zeroed, or NULL when out of memory; given back with fa_rec_free (NULL is ignored).
+ * Neither goes through malloc (fa_table.c says why).  fa_recs_lock: their leaf lock. */
+FA_HIDDEN struct fa_rec *fa_rec_new(void);
+FA_HIDDEN void fa_rec_free(struct fa_rec *r);
+FA_HIDDEN extern pthread_mutex_t fa_recs_lock;
 
 /* Visitor for fa_table_walk: return nonzero to unlink `r` (the visitor then owns it). */
 typedef int (*fa_visit_fn)(struct fa_rec *r, void *ctx);
@@ -145,10 +163,12 @@ FA_HIDDEN size_t fa_table_chained(const struct fa_table *t); /* counts by walkin
 
 /* ---- global state (fa_core.c) ------------------------------------------------------------------ */
 struct fa_dev {
-    size_t budget;  /* bytes of HBM this device has */
-    size_t charged; /* bytes charged now (blocks + physical handles) */
-    size_t peak;    /* bytes: highest `charged` since start or fakeacl_reset_counts */
-    uint64_t live;  /* blocks + physical handles alive */
+    size_t budget;   /* bytes of HBM this device has */
+    size_t charged;  /* bytes charged now (blocks + physical handles) */
+    size_t peak;     /* bytes: highest `charged` since start or fakeacl_reset_counts */
+    uint64_t live;   /* blocks + physical handles alive */
+    int hbm_fd;      /* physical memory of handles: one sparse memfd, -1 until first needed */
+    size_t hbm_next; /* bytes: where the next handle starts in it (offsets are not reused) */
 };
 
 struct fa_state {
@@ -156,16 +176,20 @@ struct fa_state {
     int ndev;             /* device count (FAKEACL_DEVICES) */
     int initialized;      /* between aclInit and aclFinalize */
     struct fa_dev dev[FA_MAX_DEVICES];
-    struct fa_table blocks;   /* device blocks, key = address */
-    struct fa_table hosts;    /* aclrtMallocHost areas, key = address */
-    struct fa_table resvs;    /* reserved VA ranges, key = start address */
-    struct fa_table physs;    /* physical handles, key = handle value */
-    struct fa_table mappings; /* mappings, key = start address */
-    uint64_t next_handle;     /* handle values are never reused */
-    uint64_t fail_countdown;  /* HBM-charging calls until an injected failure; 0 = off */
-    size_t fail_above;        /* bytes: fail every charge request above this; 0 = off */
-    char stats_path[4096];    /* FAKEACL_STATS, "" = none */
-    size_t page;              /* host page size in bytes */
+    struct fa_table blocks;       /* device blocks, key = address */
+    struct fa_table hosts;        /* aclrtMallocHost areas, key = address */
+    struct fa_table resvs;        /* reserved VA ranges, key = start address */
+    struct fa_table physs;        /* physical handles, key = handle value */
+    struct fa_table mappings;     /* mappings, key = start address */
+    uint64_t next_handle;         /* handle values are never reused */
+    uint64_t fail_countdown;      /* HBM-charging calls until an injected failure; 0 = off */
+    size_t fail_above;            /* bytes: fail every charge request above this; 0 = off */
+    uint64_t fail_phys_countdown; /* aclrtMallocPhysical calls until an injected failure */
+    uint64_t fail_map_countdown;  /* aclrtMapMem calls until an injected failure */
+    uint64_t fail_resv_countdown; /* aclrtReserveMemAddress calls until an injected failure */
+    int no_vmm;                   /* FAKEACL_VMM=0: an older runtime, the VMM calls answer 207000 */
+    char stats_path[4096];        /* FAKEACL_STATS, "" = none */
+    size_t page;                  /* host page size in bytes */
 };
 
 FA_HIDDEN extern struct fa_state fa_g;

@@ -89,7 +89,7 @@ static void block_release_locked(struct fa_rec *r)
     if (munmap((void *)r->key, r->maplen) != 0)
         fa_err("munmap(%p, %zu) of a device block failed", (void *)r->key, r->maplen);
     fa_uncharge_locked(r->dev, r->charged);
-    free(r);
+    fa_rec_free(r);
 }
 
 static aclError block_alloc(void **devPtr, size_t size, unsigned policy, int padded, int cfg_dev)
@@ -103,7 +103,7 @@ static aclError block_alloc(void **devPtr, size_t size, unsigned policy, int pad
     }
     size_t block = padded ? ACL_PADDED_SIZE(size) : ACL_ALIGN32_SIZE(size);
     size_t charge = charge_of(block, policy);
-    struct fa_rec *r = calloc(1, sizeof(*r));
+    struct fa_rec *r = fa_rec_new();
     if (r == NULL) {
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -113,7 +113,7 @@ static aclError block_alloc(void **devPtr, size_t size, unsigned policy, int pad
     aclError rc = fa_charge_locked(dev, block, charge);
     if (rc != ACL_SUCCESS) {
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         return rc;
     }
     size_t maplen = ACL_ALIGN_UP(block, fa_g.page);
@@ -122,7 +122,7 @@ static aclError block_alloc(void **devPtr, size_t size, unsigned policy, int pad
     if (p == MAP_FAILED) {
         fa_uncharge_locked(dev, charge);
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
@@ -232,7 +232,7 @@ static int release_if_dev(struct fa_rec *r, void *ctx)
         fa_err("munmap(%p, %zu) of a device block failed", (void *)r->key, r->maplen);
     fa_uncharge_locked(r->dev, r->charged);
     fa_count(FA_C_reset_released);
-    free(r);
+    fa_rec_free(r);
     return 1;
 }
 
@@ -244,10 +244,10 @@ aclError aclrtMallocHost(void **hostPtr, size_t size)
     fa_init();
     fa_count(FA_C_aclrtMallocHost);
     if (hostPtr == NULL || size == 0) return ACL_ERROR_INVALID_PARAM;
-    struct fa_rec *r = calloc(1, sizeof(*r));
+    struct fa_rec *r = fa_rec_new();
     void *p = NULL;
     if (r == NULL || posix_memalign(&p, 64, size) != 0) {
-        free(r);
+        fa_rec_free(r);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     r->key = (uintptr_t)p;
@@ -259,7 +259,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size)
     fa_unlock();
     if (!ok) {
         free(p);
-        free(r);
+        fa_rec_free(r);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     fa_count(FA_C_host_allocs);
@@ -277,7 +277,7 @@ aclError aclrtFreeHost(void *hostPtr)
     fa_unlock();
     if (r == NULL) return ACL_ERROR_RT_MEMORY_FREE;
     free((void *)r->key);
-    free(r);
+    fa_rec_free(r);
     fa_count(FA_C_host_frees);
     return ACL_SUCCESS;
 }

@@ -1,14 +1,55 @@
-/* tests/fakeacl/fa_table.c — the fake runtime's address → record hash table.
+/* tests/fakeacl/fa_table.c — the fake runtime's records and its address → record hash table.
  *
- * Owns: struct fa_table operations.  Separate chaining over a power-of-two array of chain heads,
- * doubled when the load passes 1 (a failed growth keeps the old array: slower, still correct).
- * Keys are addresses or handle values; the hash is a Fibonacci multiply of the key.
- * Records are allocated and freed by the callers; the table only links them.
- * Locking: none here; every caller holds fa_g.lock.
+ * Owns: struct fa_table operations, and the records' storage (fa_rec_new, fa_rec_free).
+ * Table: separate chaining over a power-of-two array of chain heads, doubled when the load passes
+ * 1 (a failed growth keeps the old array: slower, still correct).  Keys are addresses or handle
+ * values; the hash is a Fibonacci multiply of the key.  The table only links records.
+ * Records come from a free list refilled with mmap, FA_REC_SLAB at a time, never from malloc: a
+ * child of fork() then never allocates a record through an allocator lock that another thread
+ * of its parent held at the fork (glibc's malloc is fork-safe; the sanitizers' allocators in
+ * this toolchain are not, and a child stuck in one was seen).  Slabs are kept until exit.
+ * Locking: the table: every caller holds fa_g.lock.  The records: fa_recs_lock, a leaf (taken
+ * with or without fa_g.lock, never the other way round); the fork handlers take it after
+ * fa_g.lock.
  */
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "fa_internal.h"
+
+#define FA_REC_SLAB 256u /* records per mmap of the record storage */
+
+pthread_mutex_t fa_recs_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fa_rec *fa_recs_free; /* unused records, linked by `next`; under fa_recs_lock */
+
+struct fa_rec *fa_rec_new(void)
+{
+    pthread_mutex_lock(&fa_recs_lock);
+    if (fa_recs_free == NULL) {
+        struct fa_rec *slab = mmap(NULL, FA_REC_SLAB * sizeof *slab, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (slab != MAP_FAILED)
+            for (unsigned i = 0; i < FA_REC_SLAB; i++) {
+                slab[i].next = fa_recs_free;
+                fa_recs_free = &slab[i];
+            }
+    }
+    struct fa_rec *r = fa_recs_free;
+    if (r != NULL) fa_recs_free = r->next;
+    pthread_mutex_unlock(&fa_recs_lock);
+    if (r != NULL) memset(r, 0, sizeof *r);
+    return r;
+}
+
+void fa_rec_free(struct fa_rec *r)
+{
+    if (r == NULL) return;
+    pthread_mutex_lock(&fa_recs_lock);
+    r->next = fa_recs_free;
+    fa_recs_free = r;
+    pthread_mutex_unlock(&fa_recs_lock);
+}
 
 #define FA_TABLE_MIN_SLOTS 1024u
 

@@ -4,23 +4,32 @@
  *
  * Owns: fa_g.resvs (reserved ranges), fa_g.physs (physical handles), fa_g.mappings.
  *
- * A reservation is a PROT_NONE MAP_NORESERVE anonymous range (not charged), aligned to the
- * requested power-of-two alignment (0 = the 2 MiB granularity), its length rounded up to the host
- * page; expectPtr is honoured when that exact range is free (MAP_FIXED_NOREPLACE), else ignored.
- * A physical handle is a memfd of ALIGN_UP(size, 2 MiB) bytes charged to prop->location.id's HBM
- * (same fault injection and budget as device blocks); its value is an opaque, never reused number
- * that faults if dereferenced.  aclrtMapMem maps the memfd MAP_SHARED|MAP_FIXED over part of one
- * reservation, so data written through a mapping is in the handle and readable through any other
- * mapping of it; aclrtUnmapMem puts PROT_NONE reserved space back.
+ * The granularity is 2 MiB (both options).  A reservation is a PROT_NONE MAP_NORESERVE anonymous
+ * range (not charged) of a granularity multiple, aligned to the requested power-of-two alignment
+ * (0 = the granularity); expectPtr is honoured when that exact range is free
+ * (MAP_FIXED_NOREPLACE), else ignored.  A physical handle is a granularity multiple of bytes
+ * charged to prop->location.id's HBM (the same budget and fault injection as device blocks, plus
+ * its own: FAKEACL_FAIL_PHYSICAL_NTH), backed by a range of its device's physical-memory file:
+ * one sparse memfd per device (so tens of thousands of handles cost no file descriptors); the
+ * range is never reused and its pages are punched out when the handle is freed.  The handle's
+ * value is an opaque, never reused number that faults if dereferenced.  aclrtMapMem maps the
+ * handle's range MAP_SHARED|MAP_FIXED over part of one reservation, so data written through a
+ * mapping is in the handle and readable through any other mapping of it; aclrtUnmapMem puts
+ * PROT_NONE reserved space back.  aclrtGetMemInfo (fa_mem.c) counts handles as charged.
  *
- * Errors: NULL / size 0 -> 100000.  Map: virPtr, size, offset not page aligned, unknown handle,
- * range outside the handle, not inside one reservation, or overlapping a mapping -> 107000.
- * Unmap / release / free of an unknown address or handle -> 207002.  Releasing a reservation or
- * freeing a handle that still has mappings -> 107000 (nothing changes; unmap first).
- * Physical location type other than DEVICE -> 100000; bad location id -> 107001.
+ * Errors: NULL / size 0 -> 100000.  Reserve or allocate a size that is not a granularity
+ * multiple -> 107000.  Map: virPtr, size, offset not granularity multiples, unknown handle, range
+ * outside the handle, not inside one reservation, or overlapping a mapping -> 107000; an injected
+ * map failure (FAKEACL_FAIL_MAP_NTH) -> 207001, nothing mapped; an injected reservation failure
+ * (FAKEACL_FAIL_RESERVE_NTH) -> 207001.  Unmap / release / free of an
+ * unknown address or handle -> 207002.  Releasing a reservation or freeing a handle that still
+ * has mappings -> 107000 (nothing changes; unmap first).  Physical location type other than
+ * DEVICE -> 100000; bad location id -> 107001.  With FAKEACL_VMM=0 every call of this file
+ * answers 207000 (feature not supported), as a runtime without the API.
  * Locking: fa_g.lock around everything, mmap calls included.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -35,6 +44,35 @@
 #define FA_MAX_REQUEST ((size_t)1 << 62)
 
 static const int fa_anon_none = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+
+/* FAKEACL_VMM=0: the answer of every call here. */
+#define NO_VMM_CHECK()                                        \
+    do {                                                      \
+        if (fa_g.no_vmm) return FA_ERROR_FEATURE_NOT_SUPPORT; \
+    } while (0)
+
+/* pre: lock held.  Device dev's physical-memory file, created on first use; -1 on failure. */
+static int hbm_file_locked(int dev)
+{
+    struct fa_dev *d = &fa_g.dev[dev];
+    if (d->hbm_fd >= 0) return d->hbm_fd;
+    int fd = memfd_create("fakeacl-hbm", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)FA_HBM_FILE_BYTES) != 0) {
+        fa_err("the physical-memory file of device %d could not be made", dev);
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    d->hbm_fd = fd;
+    return fd;
+}
+
+/* pre: lock held.  Release the host pages of a freed handle's range (its offsets stay unused). */
+static void hbm_release_locked(const struct fa_rec *r)
+{
+    if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->offset,
+                  (off_t)r->size) != 0)
+        fa_err("punching out %zu bytes of physical memory failed", r->size);
+}
 
 /* ---- reservations --------------------------------------------------------------------------------- */
 static void *reserve_range(size_t len, size_t align, void *expect)
@@ -63,17 +101,26 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
     (void)flags;
     fa_init();
     fa_count(FA_C_aclrtReserveMemAddress);
+    NO_VMM_CHECK();
     if (virPtr == NULL || size == 0 || (alignment & (alignment - 1)) != 0)
         return ACL_ERROR_INVALID_PARAM;
     if (size > FA_MAX_REQUEST) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (size % FA_HUGE_PAGE != 0) return ACL_ERROR_RT_PARAM_INVALID;
+    fa_lock();
+    int injected = fa_g.fail_resv_countdown != 0 && --fa_g.fail_resv_countdown == 0;
+    fa_unlock();
+    if (injected) {
+        fa_count(FA_C_injected_failures);
+        return ACL_ERROR_RT_MEMORY_ALLOCATION;
+    }
     size_t align = alignment == 0 ? FA_HUGE_PAGE : alignment;
     if (align < fa_g.page) align = fa_g.page;
     size_t len = ACL_ALIGN_UP(size, fa_g.page);
-    struct fa_rec *r = calloc(1, sizeof(*r));
+    struct fa_rec *r = fa_rec_new();
     if (r == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     void *p = reserve_range(len, align, expectPtr);
     if (p == NULL) {
-        free(r);
+        fa_rec_free(r);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     r->key = (uintptr_t)p;
@@ -86,7 +133,7 @@ aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignment, vo
     fa_unlock();
     if (!ok) {
         munmap(p, len);
-        free(r);
+        fa_rec_free(r);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     *virPtr = p;
@@ -113,6 +160,7 @@ aclError aclrtReleaseMemAddress(void *virPtr)
 {
     fa_init();
     fa_count(FA_C_aclrtReleaseMemAddress);
+    NO_VMM_CHECK();
     if (virPtr == NULL) return ACL_ERROR_INVALID_PARAM;
     fa_lock();
     aclError rc = ACL_ERROR_RT_MEMORY_FREE;
@@ -124,7 +172,8 @@ aclError aclrtReleaseMemAddress(void *virPtr)
     if (munmap((void *)r->key, r->maplen) != 0)
         fa_err("munmap(%p, %zu) of a reservation failed", (void *)r->key, r->maplen);
     fa_unlock();
-    free(r);
+    if (r->gbits != NULL) munmap(r->gbits, r->gbits_len);
+    fa_rec_free(r);
     return ACL_SUCCESS;
 }
 
@@ -135,6 +184,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
     (void)flags;
     fa_init();
     fa_count(FA_C_aclrtMallocPhysical);
+    NO_VMM_CHECK();
     if (handle == NULL || prop == NULL || size == 0 ||
         prop->location.type != ACL_MEM_LOCATION_TYPE_DEVICE)
         return ACL_ERROR_INVALID_PARAM;
@@ -144,45 +194,52 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle *handle, size_t size,
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
-    size_t charge = ACL_ALIGN_UP(size, FA_HUGE_PAGE);
-    struct fa_rec *r = calloc(1, sizeof(*r));
+    if (size % FA_HUGE_PAGE != 0) return ACL_ERROR_RT_PARAM_INVALID;
+    struct fa_rec *r = fa_rec_new();
     if (r == NULL) {
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     fa_lock();
-    aclError rc = fa_charge_locked(dev, size, charge);
+    aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+    if (fa_g.fail_phys_countdown != 0 && --fa_g.fail_phys_countdown == 0) {
+        fa_count(FA_C_alloc_failures);
+        fa_count(FA_C_injected_failures);
+    } else {
+        rc = fa_charge_locked(dev, size, size);
+    }
     if (rc != ACL_SUCCESS) {
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         return rc;
     }
-    int fd = memfd_create("fakeacl-hbm", MFD_CLOEXEC);
-    if (fd < 0 || ftruncate(fd, (off_t)charge) != 0) {
-        fa_err("memfd for %zu bytes of physical memory failed", charge);
-        if (fd >= 0) close(fd);
-        fa_uncharge_locked(dev, charge);
+    struct fa_dev *d = &fa_g.dev[dev];
+    int fd = hbm_file_locked(dev);
+    if (fd < 0 || size > FA_HBM_FILE_BYTES - d->hbm_next) {
+        if (fd >= 0) fa_err("device %d: its physical-memory file is used up", dev);
+        fa_uncharge_locked(dev, size);
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
     r->key = (uintptr_t)(FA_HANDLE_TAG | fa_g.next_handle++);
-    r->size = charge;
-    r->charged = charge;
+    r->size = size;
+    r->charged = size;
     r->dev = dev;
     r->fd = fd;
+    r->offset = d->hbm_next;
     if (fa_table_insert(&fa_g.physs, r) != 0) {
-        close(fd);
-        fa_uncharge_locked(dev, charge);
+        fa_uncharge_locked(dev, size);
         fa_unlock();
-        free(r);
+        fa_rec_free(r);
         fa_count(FA_C_alloc_failures);
         return ACL_ERROR_RT_MEMORY_ALLOCATION;
     }
+    d->hbm_next += size;
     fa_unlock();
     fa_count(FA_C_physical_allocs);
-    fa_count_n(FA_C_bytes_charged, charge);
+    fa_count_n(FA_C_bytes_charged, size);
     *handle = (aclrtDrvMemHandle)r->key;
     return ACL_SUCCESS;
 }
@@ -191,6 +248,7 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
 {
     fa_init();
     fa_count(FA_C_aclrtFreePhysical);
+    NO_VMM_CHECK();
     if (handle == NULL) return ACL_ERROR_INVALID_PARAM;
     fa_lock();
     aclError rc = ACL_ERROR_RT_MEMORY_FREE;
@@ -199,10 +257,10 @@ aclError aclrtFreePhysical(aclrtDrvMemHandle handle)
         fa_unlock();
         return rc;
     }
-    close(r->fd);
+    hbm_release_locked(r);
     fa_uncharge_locked(r->dev, r->charged);
     fa_unlock();
-    free(r);
+    fa_rec_free(r);
     fa_count(FA_C_physical_frees);
     return ACL_SUCCESS;
 }
@@ -220,18 +278,45 @@ static int resv_contains(struct fa_rec *r, void *ctx)
     return 0;
 }
 
+/* pre: lock held.  Set (on = 1) or clear the granule bits of [lo, lo+size) in reservation rv;
+ * with on = -1 only test: 1 when any of them is set. */
+static int granules_locked(struct fa_rec *rv, uintptr_t lo, size_t size, int on)
+{
+    size_t g0 = (lo - rv->key) / FA_HUGE_PAGE, g1 = g0 + size / FA_HUGE_PAGE;
+    for (size_t g = g0; g < g1; g++) {
+        uint64_t bit = 1ull << (g & 63);
+        if (on < 0) {
+            if (rv->gbits[g >> 6] & bit) return 1;
+        } else if (on) {
+            rv->gbits[g >> 6] |= bit;
+        } else {
+            rv->gbits[g >> 6] &= ~bit;
+        }
+    }
+    return 0;
+}
+
 /* pre: lock held.  Puts PROT_NONE reserved space back over mapping m and unlinks it from its
- * reservation and handle (not from fa_g.mappings). */
+ * reservation and handle (not from fa_g.mappings).  O(1) + its granules. */
 static void mapping_undo_locked(struct fa_rec *m)
 {
     void *p = mmap((void *)m->key, m->size, PROT_NONE, fa_anon_none | MAP_FIXED, -1, 0);
     if (p == MAP_FAILED)
         fa_err("restoring reserved space at %p (%zu bytes) failed", (void *)m->key, m->size);
-    struct fa_rec **pp = &m->resv->maps;
-    while (*pp != NULL && *pp != m) pp = &(*pp)->sib;
-    if (*pp == m) *pp = m->sib;
-    m->resv->nmaps--;
-    m->phys->nmaps--;
+    struct fa_rec *rv = m->resv, *ph = m->phys;
+    if (m->sib_prev)
+        m->sib_prev->sib = m->sib;
+    else
+        rv->maps = m->sib;
+    if (m->sib) m->sib->sib_prev = m->sib_prev;
+    if (m->psib_prev)
+        m->psib_prev->psib = m->psib;
+    else
+        ph->pmaps = m->psib;
+    if (m->psib) m->psib->psib_prev = m->psib_prev;
+    granules_locked(rv, m->key, m->size, 0);
+    rv->nmaps--;
+    ph->nmaps--;
 }
 
 aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
@@ -240,9 +325,10 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     (void)flags;
     fa_init();
     fa_count(FA_C_aclrtMapMem);
+    NO_VMM_CHECK();
     if (virPtr == NULL || size == 0 || handle == NULL) return ACL_ERROR_INVALID_PARAM;
-    if (((uintptr_t)virPtr | size | offset) % fa_g.page != 0) return ACL_ERROR_RT_PARAM_INVALID;
-    struct fa_rec *m = calloc(1, sizeof(*m));
+    if (((uintptr_t)virPtr | size | offset) % FA_HUGE_PAGE != 0) return ACL_ERROR_RT_PARAM_INVALID;
+    struct fa_rec *m = fa_rec_new();
     if (m == NULL) return ACL_ERROR_RT_MEMORY_ALLOCATION;
     uintptr_t lo = (uintptr_t)virPtr;
     aclError rc = ACL_ERROR_RT_PARAM_INVALID;
@@ -253,10 +339,25 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     struct resv_find f = {lo, lo + size, NULL};
     fa_table_walk(&fa_g.resvs, resv_contains, &f);
     if (f.found == NULL) goto out;
-    for (const struct fa_rec *o = f.found->maps; o != NULL; o = o->sib)
-        if (lo < o->key + o->size && o->key < lo + size) goto out;
-    void *p =
-        mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph->fd, (off_t)offset);
+    if (f.found->gbits == NULL) { /* mmap, not malloc: see fa_table.c */
+        size_t len = ((f.found->size / FA_HUGE_PAGE + 63) / 64 * sizeof(uint64_t) + fa_g.page - 1) /
+                     fa_g.page * fa_g.page;
+        void *bits = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (bits == MAP_FAILED) {
+            rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+            goto out;
+        }
+        f.found->gbits = bits;
+        f.found->gbits_len = len;
+    }
+    if (granules_locked(f.found, lo, size, -1)) goto out; /* over or across a mapping */
+    if (fa_g.fail_map_countdown != 0 && --fa_g.fail_map_countdown == 0) {
+        fa_count(FA_C_map_failures);
+        rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
+        goto out;
+    }
+    void *p = mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph->fd,
+                   (off_t)(ph->offset + offset));
     if (p == MAP_FAILED) {
         fa_err("mmap of a physical handle at %p (%zu bytes) failed", virPtr, size);
         rc = ACL_ERROR_RT_INTERNAL_ERROR;
@@ -270,7 +371,12 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     m->resv = f.found;
     m->phys = ph;
     m->sib = f.found->maps;
+    if (m->sib) m->sib->sib_prev = m;
     f.found->maps = m;
+    m->psib = ph->pmaps;
+    if (m->psib) m->psib->psib_prev = m;
+    ph->pmaps = m;
+    granules_locked(f.found, lo, size, 1);
     f.found->nmaps++;
     ph->nmaps++;
     if (fa_table_insert(&fa_g.mappings, m) != 0) {
@@ -282,7 +388,7 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     rc = ACL_SUCCESS;
 out:
     fa_unlock();
-    free(m);
+    fa_rec_free(m);
     if (rc == ACL_SUCCESS) fa_count(FA_C_maps);
     return rc;
 }
@@ -291,6 +397,7 @@ aclError aclrtUnmapMem(void *virPtr)
 {
     fa_init();
     fa_count(FA_C_aclrtUnmapMem);
+    NO_VMM_CHECK();
     if (virPtr == NULL) return ACL_ERROR_INVALID_PARAM;
     fa_lock();
     struct fa_rec *m = fa_table_remove(&fa_g.mappings, (uintptr_t)virPtr);
@@ -300,7 +407,7 @@ aclError aclrtUnmapMem(void *virPtr)
     }
     mapping_undo_locked(m);
     fa_unlock();
-    free(m);
+    fa_rec_free(m);
     fa_count(FA_C_unmaps);
     return ACL_SUCCESS;
 }
@@ -310,6 +417,7 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
 {
     fa_init();
     fa_count(FA_C_aclrtMemGetAllocationGranularity);
+    NO_VMM_CHECK();
     if (prop == NULL || granularity == NULL ||
         (unsigned)option > ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED)
         return ACL_ERROR_INVALID_PARAM;
@@ -318,22 +426,18 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp *prop,
 }
 
 /* ---- device reset ----------------------------------------------------------------------------------- */
-static int unmap_if_phys(struct fa_rec *m, void *ctx)
-{
-    if (m->phys != ctx) return 0;
-    mapping_undo_locked(m);
-    free(m);
-    return 1;
-}
-
 static int release_handle_if_dev(struct fa_rec *r, void *ctx)
 {
     if (r->dev != *(const int *)ctx) return 0;
-    if (r->nmaps != 0) fa_table_walk(&fa_g.mappings, unmap_if_phys, r);
-    close(r->fd);
+    while (r->pmaps != NULL) {
+        struct fa_rec *m = fa_table_remove(&fa_g.mappings, r->pmaps->key);
+        mapping_undo_locked(m);
+        fa_rec_free(m);
+    }
+    hbm_release_locked(r);
     fa_uncharge_locked(r->dev, r->charged);
     fa_count(FA_C_reset_released);
-    free(r);
+    fa_rec_free(r);
     return 1;
 }
 

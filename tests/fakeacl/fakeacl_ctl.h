@@ -10,6 +10,7 @@
  *   bytes_charged                     HBM bytes charged by successful allocations (cumulative)
  *   alloc_failures / injected_failures  207001 refusals of HBM-charging calls / of those injected
  *   physical_allocs / physical_frees, host_allocs / host_frees, maps / unmaps
+ *   map_failures                      aclrtMapMem calls refused by fault injection
  *   sync                              device synchronizations (aclrtSynchronizeDevice successes
  *                                     plus one per aclrtFreeWithDevSync that got past its checks)
  *   reset_released                    blocks + physical handles released by aclrtResetDevice
@@ -34,6 +35,12 @@ uint64_t fakeacl_count(const char *name);
 void fakeacl_reset_counts(void);
 /* The n-th HBM-charging call from now fails with 207001 (once).  n = 0 turns it off. */
 void fakeacl_fail_nth_alloc(uint64_t n);
+/* The n-th aclrtMallocPhysical from now fails with 207001 (once; counted as an alloc and an
+ * injected failure).  n = 0 turns it off. */
+void fakeacl_fail_nth_physical(uint64_t n);
+/* The n-th aclrtMapMem from now that passes its checks fails with 207001 (once; counter
+ * map_failures), mapping nothing.  n = 0 turns it off. */
+void fakeacl_fail_nth_map(uint64_t n);
 /* Every HBM-charging call whose block (padded size; physical: requested size) exceeds `bytes`
  * fails with 207001.  0 turns it off. */
 void fakeacl_fail_above(size_t bytes);

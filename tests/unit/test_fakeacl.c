@@ -67,6 +67,8 @@ static int setup(void **state)
 {
     (void)state;
     fakeacl_fail_nth_alloc(0);
+    fakeacl_fail_nth_physical(0);
+    fakeacl_fail_nth_map(0);
     fakeacl_fail_above(0);
     return aclrtSetDevice(0) == ACL_SUCCESS ? 0 : -1;
 }
@@ -75,6 +77,8 @@ static int teardown(void **state)
 {
     (void)state;
     fakeacl_fail_nth_alloc(0);
+    fakeacl_fail_nth_physical(0);
+    fakeacl_fail_nth_map(0);
     fakeacl_fail_above(0);
     assert_int_equal(fakeacl_check(), 0);
     for (int d = 0; d < fakeacl_device_count(); d++) {
@@ -671,8 +675,16 @@ static void test_vmm(void **state)
     assert_int_equal(aclrtMallocPhysical(&hx, 2 * MiB, &badprop, 0), ACL_ERROR_RT_INVALID_DEVICEID);
     assert_ptr_equal(hx, SENTINEL);
     uint64_t pa = fakeacl_count("physical_allocs");
+    /* granularity: sizes must be multiples of it */
+    assert_int_equal(aclrtMallocPhysical(&hx, 3 * MiB, &prop, 0), ACL_ERROR_RT_PARAM_INVALID);
+    assert_int_equal(aclrtMallocPhysical(&hx, 4096, &prop, 0), ACL_ERROR_RT_PARAM_INVALID);
+    void *rx = SENTINEL;
+    assert_int_equal(aclrtReserveMemAddress(&rx, 3 * MiB, 0, NULL, 0), ACL_ERROR_RT_PARAM_INVALID);
+    assert_ptr_equal(rx, SENTINEL);
+    assert_ptr_equal(hx, SENTINEL);
+    assert_int_equal(fakeacl_count("physical_allocs"), pa);
     assert_int_equal(aclrtMallocPhysical(&h1, 2 * MiB, &prop, 0), ACL_SUCCESS);
-    assert_int_equal(aclrtMallocPhysical(&h2, 3 * MiB, &prop, 0), ACL_SUCCESS);
+    assert_int_equal(aclrtMallocPhysical(&h2, 4 * MiB, &prop, 0), ACL_SUCCESS);
     assert_int_equal(fakeacl_count("physical_allocs"), pa + 2);
     assert_int_equal(fakeacl_charged(1), 6 * MiB);
     assert_int_equal(fakeacl_charged(0), 0);
@@ -695,14 +707,20 @@ static void test_vmm(void **state)
     assert_int_equal(aclrtMapMem(v + 100, 4096, 0, h1, 0),
                      ACL_ERROR_RT_PARAM_INVALID);                                   /* unaligned */
     assert_int_equal(aclrtMapMem(v, 4096, 100, h1, 0), ACL_ERROR_RT_PARAM_INVALID); /* unaligned */
+    assert_int_equal(aclrtMapMem(v + MiB, 2 * MiB, 0, h1, 0), /* page but not 2 MiB aligned */
+                     ACL_ERROR_RT_PARAM_INVALID);
+    assert_int_equal(aclrtMapMem(v, MiB, 0, h1, 0), ACL_ERROR_RT_PARAM_INVALID);
+    assert_int_equal(aclrtMapMem(v, 2 * MiB, MiB, h2, 0), ACL_ERROR_RT_PARAM_INVALID);
     assert_int_equal(aclrtMapMem(v, 4 * MiB, 0, h1, 0),
                      ACL_ERROR_RT_PARAM_INVALID); /* beyond handle */
     assert_int_equal(aclrtMapMem(v, 2 * MiB, 2 * MiB, h1, 0),
                      ACL_ERROR_RT_PARAM_INVALID); /* beyond handle */
     assert_int_equal(aclrtMapMem(v + 14 * MiB, 4 * MiB, 0, h2, 0),
                      ACL_ERROR_RT_PARAM_INVALID); /* past reservation */
-    assert_int_equal(aclrtMapMem(v + 3 * MiB, 2 * MiB, 0, h2, 0),
-                     ACL_ERROR_RT_PARAM_INVALID); /* overlaps */
+    assert_int_equal(aclrtMapMem(v + 2 * MiB, 2 * MiB, 0, h2, 0),
+                     ACL_ERROR_RT_PARAM_INVALID); /* over a mapping */
+    assert_int_equal(aclrtMapMem(v, 4 * MiB, 0, h2, 0),
+                     ACL_ERROR_RT_PARAM_INVALID); /* overlaps one */
     assert_int_equal(aclrtMapMem(blk, 2 * MiB, 0, h1, 0),
                      ACL_ERROR_RT_PARAM_INVALID); /* no reservation */
     assert_int_equal(aclrtMapMem(v, 2 * MiB, 0, (aclrtDrvMemHandle)0x1234, 0),
@@ -715,7 +733,8 @@ static void test_vmm(void **state)
     assert_int_equal(aclrtReleaseMemAddress(v + 2 * MiB), ACL_ERROR_RT_MEMORY_FREE);
     assert_int_equal(aclrtFreePhysical((aclrtDrvMemHandle)0x1234), ACL_ERROR_RT_MEMORY_FREE);
     assert_int_equal(aclrtFreePhysical(NULL), ACL_ERROR_INVALID_PARAM);
-    assert_int_equal(aclrtUnmapMem(v + 3 * MiB), ACL_ERROR_RT_MEMORY_FREE);
+    assert_int_equal(aclrtUnmapMem(v + 4 * MiB), ACL_ERROR_RT_MEMORY_FREE); /* not mapped */
+    assert_int_equal(aclrtUnmapMem(v + 3 * MiB), ACL_ERROR_RT_MEMORY_FREE); /* inside one */
     assert_int_equal(aclrtUnmapMem(NULL), ACL_ERROR_INVALID_PARAM);
     assert_int_equal(fakeacl_check(), 0);
 
@@ -727,6 +746,29 @@ static void test_vmm(void **state)
     assert_int_equal(aclrtUnmapMem(v + 8 * MiB), ACL_SUCCESS);
     assert_int_equal(aclrtMapMem(v, 2 * MiB, 0, h1, 0), ACL_SUCCESS);
     assert_true(filled(v, 2 * MiB, 1));
+
+    /* physical memory counts in aclrtGetMemInfo like device blocks */
+    assert_int_equal(aclrtSetDevice(1), ACL_SUCCESS);
+    size_t fr = 0, tot = 0;
+    assert_int_equal(aclrtGetMemInfo(ACL_HBM_MEM, &fr, &tot), ACL_SUCCESS);
+    assert_int_equal(tot - fr, 6 * MiB);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+
+    /* injected faults: a map that fails maps nothing; a physical allocation that fails takes
+     * nothing */
+    uint64_t mf = fakeacl_count("map_failures");
+    fakeacl_fail_nth_map(1);
+    assert_int_equal(aclrtMapMem(v + 4 * MiB, 4 * MiB, 0, h2, 0), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(fakeacl_count("map_failures"), mf + 1);
+    assert_int_equal(aclrtUnmapMem(v + 4 * MiB), ACL_ERROR_RT_MEMORY_FREE);
+    fakeacl_fail_nth_physical(2);
+    assert_int_equal(aclrtMallocPhysical(&hx, 2 * MiB, &prop, 0), ACL_SUCCESS);
+    aclrtDrvMemHandle hy = SENTINEL;
+    assert_int_equal(aclrtMallocPhysical(&hy, 2 * MiB, &prop, 0), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_ptr_equal(hy, SENTINEL);
+    assert_int_equal(fakeacl_charged(1), 8 * MiB);
+    assert_int_equal(aclrtFreePhysical(hx), ACL_SUCCESS);
+    assert_int_equal(fakeacl_check(), 0);
 
     /* offsets into a handle */
     assert_int_equal(aclrtMapMem(v + 4 * MiB, 4 * MiB, 0, h2, 0), ACL_SUCCESS);
@@ -745,6 +787,47 @@ static void test_vmm(void **state)
     assert_int_equal(fakeacl_charged(1), 0);
     assert_int_equal(aclrtReleaseMemAddress(r), ACL_SUCCESS);
     assert_true(is_unmapped(r));
+}
+
+/* Tens of thousands of 2 MiB chunks (what a pool of 40 GiB on the virtual-memory API holds):
+ * no file descriptor per handle, every call stays cheap, reset releases them all. */
+static void test_vmm_many_chunks(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    aclrtPhysicalMemProp prop = {.location = {.id = 0, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
+    aclrtDrvMemHandle *h = calloc(N, sizeof *h);
+    assert_non_null(h);
+    void *r = NULL;
+    assert_int_equal(aclrtReserveMemAddress(&r, (size_t)N * 4 * MiB, 0, NULL, 0), ACL_SUCCESS);
+    int fd_before = dup(0);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(aclrtMallocPhysical(&h[i], 2 * MiB, &prop, 0), ACL_SUCCESS);
+        /* every other granule, so that no two mappings are neighbours */
+        assert_int_equal(aclrtMapMem((char *)r + (size_t)i * 4 * MiB, 2 * MiB, 0, h[i], 0),
+                         ACL_SUCCESS);
+    }
+    int fd_after = dup(0);
+    assert_true(fd_after - fd_before <= 2); /* at most the device's physical-memory file */
+    close(fd_before);
+    close(fd_after);
+    assert_int_equal(fakeacl_charged(0), (size_t)N * 2 * MiB);
+    assert_int_equal(fakeacl_check(), 0);
+    ((char *)r)[(size_t)(N - 1) * 4 * MiB] = 42; /* the last one is memory */
+    for (int i = 0; i < N / 2; i++) {
+        assert_int_equal(aclrtUnmapMem((char *)r + (size_t)i * 4 * MiB), ACL_SUCCESS);
+        assert_int_equal(aclrtFreePhysical(h[i]), ACL_SUCCESS);
+    }
+    assert_int_equal(fakeacl_check(), 0);
+    /* the rest goes with the device */
+    assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
+    assert_int_equal(fakeacl_charged(0), 0);
+    assert_int_equal(aclrtUnmapMem((char *)r + (size_t)(N - 1) * 4 * MiB),
+                     ACL_ERROR_RT_MEMORY_FREE);
+    assert_int_equal(fakeacl_check(), 0);
+    assert_int_equal(aclrtReleaseMemAddress(r), ACL_SUCCESS);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    free(h);
 }
 
 /* ---- fault injection ----------------------------------------------------------------------------------------- */
@@ -905,7 +988,7 @@ static void test_counters_and_stats(void **state)
     assert_int_equal(stats_value(want, "sync"), 1);
     assert_int_equal(stats_value(want, "charged_dev0"), 4096);
     assert_int_equal(stats_value(want, "aclrtMemGetAllocationGranularity"), 0);
-    assert_int_equal(stats_lines(want), 25 + 13 + 4 * fakeacl_device_count());
+    assert_int_equal(stats_lines(want), 25 + 14 + 4 * fakeacl_device_count());
     snprintf(path, sizeof(path), "%s/no-such-dir/s.txt", dir);
     assert_int_equal(fakeacl_write_stats(path), -1);
     unlink(want);
@@ -1089,12 +1172,33 @@ static int probe_main(void)
     }
     void *p = NULL;
     printf("big %d\n", aclrtMalloc(&p, MiB, ACL_MEM_MALLOC_HUGE_FIRST));
+    /* the virtual-memory calls, each undone */
+    aclrtPhysicalMemProp prop = {.location = {.id = 0, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
+    size_t g = 0;
+    printf("gran %d\n", aclrtMemGetAllocationGranularity(&prop, 0, &g));
+    aclrtDrvMemHandle h = NULL;
+    aclError prc = aclrtMallocPhysical(&h, 2 * MiB, &prop, 0);
+    printf("phys %d\n", prc);
+    void *r = NULL;
+    aclError rrc = aclrtReserveMemAddress(&r, 4 * MiB, 0, NULL, 0);
+    printf("resv %d\n", rrc);
+    aclError mrc = prc == 0 && rrc == 0 ? aclrtMapMem(r, 2 * MiB, 0, h, 0) : -1;
+    printf("map %d\n", mrc);
+    if (mrc == 0) aclrtUnmapMem(r);
+    if (rrc == 0) aclrtReleaseMemAddress(r);
+    if (prc == 0) aclrtFreePhysical(h);
     fflush(stdout);
     return 0; /* exit() runs the fake's destructor, which writes FAKEACL_STATS */
 }
 
-static const char *const fakeacl_vars[] = {"FAKEACL_DEVICES", "FAKEACL_HBM_BYTES",
-                                           "FAKEACL_FAIL_NTH", "FAKEACL_FAIL_ABOVE",
+static const char *const fakeacl_vars[] = {"FAKEACL_DEVICES",
+                                           "FAKEACL_HBM_BYTES",
+                                           "FAKEACL_FAIL_NTH",
+                                           "FAKEACL_FAIL_ABOVE",
+                                           "FAKEACL_FAIL_PHYSICAL_NTH",
+                                           "FAKEACL_FAIL_MAP_NTH",
+                                           "FAKEACL_FAIL_RESERVE_NTH",
+                                           "FAKEACL_VMM",
                                            "FAKEACL_STATS"};
 
 struct probe {
@@ -1252,6 +1356,38 @@ static void test_env_faults(void **state)
     run_probe(&pr, above);
     assert_int_equal(probe_value(&pr, "rc4"), 0);
     assert_int_equal(probe_value(&pr, "big"), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(probe_value(&pr, "phys"), ACL_ERROR_RT_MEMORY_ALLOCATION); /* 2 MiB > 512K */
+    /* the virtual-memory faults */
+    const char *vmm_ok[] = {NULL};
+    run_probe(&pr, vmm_ok);
+    assert_int_equal(probe_value(&pr, "gran"), 0);
+    assert_int_equal(probe_value(&pr, "phys"), 0);
+    assert_int_equal(probe_value(&pr, "map"), 0);
+    const char *phys[] = {"FAKEACL_FAIL_PHYSICAL_NTH=1", NULL};
+    run_probe(&pr, phys);
+    assert_int_equal(probe_value(&pr, "rc0"), 0); /* device blocks are not counted */
+    assert_int_equal(probe_value(&pr, "phys"), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    const char *resv[] = {"FAKEACL_FAIL_RESERVE_NTH=1", NULL};
+    run_probe(&pr, resv);
+    assert_int_equal(probe_value(&pr, "resv"), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    assert_int_equal(probe_value(&pr, "phys"), 0);
+    const char *map[] = {"FAKEACL_FAIL_MAP_NTH=1", NULL};
+    run_probe(&pr, map);
+    assert_int_equal(probe_value(&pr, "phys"), 0);
+    assert_int_equal(probe_value(&pr, "map"), ACL_ERROR_RT_MEMORY_ALLOCATION);
+    /* an older runtime: every virtual-memory call says "feature not supported" */
+    const char *novmm[] = {"FAKEACL_VMM=0", NULL};
+    run_probe(&pr, novmm);
+    assert_int_equal(probe_value(&pr, "rc0"), 0);
+    assert_int_equal(probe_value(&pr, "gran"), 207000);
+    assert_int_equal(probe_value(&pr, "phys"), 207000);
+    assert_int_equal(probe_value(&pr, "resv"), 207000);
+    assert_string_equal(pr.err, "");
+    const char *badvmm[] = {"FAKEACL_VMM=2", "FAKEACL_FAIL_MAP_NTH=x", NULL};
+    run_probe(&pr, badvmm);
+    assert_int_equal(count_lines_with(pr.err, "fakeacl: "), 2);
+    assert_int_equal(probe_value(&pr, "gran"), 0);
+    assert_int_equal(probe_value(&pr, "map"), 0);
 }
 
 static void test_env_stats_file(void **state)
@@ -1274,7 +1410,7 @@ static void test_env_stats_file(void **state)
     assert_int_equal(stats_value(path, "live_dev0"), 5);
     assert_int_equal(stats_value(path, "charged_dev0"), 4 * 4096 + 2 * MiB);
     assert_int_equal(stats_value(path, "budget_dev1"), 64LL << 30);
-    assert_int_equal(stats_lines(path), 25 + 13 + 4 * 2);
+    assert_int_equal(stats_lines(path), 25 + 14 + 4 * 2);
     assert_string_equal(pr.err, "");
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(dir), 0); /* the file was renamed into place, no temporary left */
@@ -1305,6 +1441,7 @@ int main(int argc, char **argv)
         T(test_mem_info),
         T(test_host_memory),
         T(test_vmm),
+        T(test_vmm_many_chunks),
         T(test_fail_nth),
         T(test_fail_above),
         T(test_counters_and_stats),

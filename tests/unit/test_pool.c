@@ -482,6 +482,19 @@ static void test_refusal_kinds(void **state)
     pool_refusal_describe(&r, s, sizeof s);
     assert_string_equal(s, "none: a 64.0 KiB request fits (the largest block it can be given is "
                            "64.0 KiB)");
+    /* Figures that differ but print alike get their exact byte counts. */
+    {
+        pool_t *q = pool_create(0x1400000000ull, 8 * MiB);
+        uintptr_t half = must_alloc(q, 4 * MiB);
+        pool_refusal_t e = explain_and_try(q, 4 * MiB + 1);
+        assert_int_equal(e.kind, POOL_REFUSAL_EXHAUSTED);
+        char t[160];
+        pool_refusal_describe(&e, t, sizeof t);
+        assert_string_equal(t, "exhausted: 4.0 MiB (4194304 bytes) free, 4.0 MiB (4194368 bytes) "
+                               "needed");
+        must_free(q, half);
+        pool_destroy(q);
+    }
     /* Truncation: as snprintf. */
     char small[10];
     assert_int_equal(pool_refusal_describe(&r, small, sizeof small), strlen(s));

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "options.h"
+#include "pool.h"
 
 /* Run fn in a child with stderr in a pipe; returns the child's exit status, stderr into err. */
 static int in_child(void (*fn)(void), char *err, size_t len)
@@ -82,6 +83,8 @@ static void child_defaults(void)
     CHILD_CHECK(c->report.warn_ratio == 0.85 && c->report.critical_ratio == 0.95);
     CHILD_CHECK(c->report.free_map_max == 4096 && c->report.oom_max == 10);
     CHILD_CHECK(!c->report.pattern[0] && !c->trace[0]);
+    /* the virtual-memory pool, with the chunk `npupool replay` assumes by default */
+    CHILD_CHECK(c->vmm == 1 && c->chunk_bytes == POOL_VMM_CHUNK_DEFAULT);
 }
 
 static void test_defaults_are_silent(void **state)

@@ -60,6 +60,10 @@ static void test_min_pool_no_fragmentation(void **state)
     trace_read_release(&t);
 }
 
+#define KNOWN_ANSWER                                                                  \
+    HDR "1,1,alloc,0xa000,1024,0\n1,2,alloc,0xb000,1024,0\n1,3,alloc,0xc000,1024,0\n" \
+        "1,4,free,0xb000,,0\n1,5,alloc,0xd000,2048,0\n"
+
 /* A, B, C of 1 KiB, free B, then D of 2 KiB: live peak 4 KiB, but the 1 KiB hole between A and C
  * cannot hold D, so the pool needs A|hole|C|D = 5 KiB (the pool splits free blocks from their
  * start, as TLSF does).  Below that the replay must refuse D. */
@@ -67,9 +71,7 @@ static void test_min_pool_known_answer(void **state)
 {
     (void)state;
     trace_t t;
-    load(HDR "1,1,alloc,0xa000,1024,0\n1,2,alloc,0xb000,1024,0\n1,3,alloc,0xc000,1024,0\n"
-             "1,4,free,0xb000,,0\n1,5,alloc,0xd000,2048,0\n",
-         &t);
+    load(KNOWN_ANSWER, &t);
     replay_opts_t o = opts(0, 0);
     int probes;
     assert_int_equal(replay_live_peak(&t, 0, REPLAY_ROUND_NONE, 64), 4096);
@@ -88,6 +90,32 @@ static void test_min_pool_known_answer(void **state)
     assert_int_equal(r.dev[0].refused, 0);
     assert_int_equal(r.dev[0].peak_allocated, 4096);
     assert_int_equal(r.dev[0].peak_requested, 4096);
+    trace_read_release(&t);
+}
+
+/* The verified search: on the known-answer trace every larger size serves (safe = min); the
+ * vmm pool works in whole chunks, stitches D out of the hole and C's chunk, and needs only the
+ * chunks of the live peak. */
+static void test_min_pool_verified(void **state)
+{
+    (void)state;
+    trace_t t;
+    load(KNOWN_ANSWER, &t);
+    replay_opts_t o = opts(0, 0);
+    replay_min_pool_result_t m;
+    replay_min_pool_verified(&t, 0, &o, 64, 10, &m);
+    assert_int_equal(m.min, 5120);
+    assert_int_equal(m.safe, 5120);
+    assert_true(m.checked >= 10 && m.refused == 0 && m.checked_to > 5120);
+    int bisect;
+    assert_int_equal(replay_min_pool(&t, 0, &o, 64, &bisect), 5120);
+    assert_int_equal(m.probes, bisect + (int)m.checked); /* the bisection, then the checks */
+    o.alloc = &replay_pool_vmm_allocator;
+    o.chunk_bytes = 64 << 10;
+    assert_int_equal(replay_resolution(&o, 64), 64 << 10);
+    replay_min_pool_verified(&t, 0, &o, 64, 10, &m);
+    assert_int_equal(m.min, 64 << 10); /* one chunk holds everything */
+    assert_int_equal(m.safe, m.min);
     trace_read_release(&t);
 }
 
@@ -254,6 +282,7 @@ int main(void)
         cmocka_unit_test(test_granted),
         cmocka_unit_test(test_min_pool_no_fragmentation),
         cmocka_unit_test(test_min_pool_known_answer),
+        cmocka_unit_test(test_min_pool_verified),
         cmocka_unit_test(test_fallback_accounting),
         cmocka_unit_test(test_observer),
         cmocka_unit_test(test_rmm_failures_and_devices),

@@ -1,0 +1,171 @@
+/* tests/unit/test_shim_pin.c — shim/pin.c: a retirer waits for every pin on its object and for
+ * nothing else; pins of exited threads and of a fork parent's other threads do not block it;
+ * many threads pinning while the published object is replaced and retired never see a retired
+ * object (each retired object is poisoned after pin_wait_unheld, and users check it).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pin.h"
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int object_a, object_b;
+
+typedef struct waiter {
+    const void *obj;
+    int done; /* atomic */
+} waiter_t;
+
+static void *wait_thread(void *arg)
+{
+    waiter_t *w = arg;
+    pin_wait_unheld(w->obj);
+    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The waiter returns only after the holder lets go; a pin on another object does not hold it. */
+static void test_wait_for_pin(void **state)
+{
+    (void)state;
+    void *shared = &object_a;
+    assert_ptr_equal(pin_load(&shared), &object_a);
+    shared = NULL; /* unpublished */
+    waiter_t w = {&object_a, 0};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, wait_thread, &w), 0);
+    sleep_ms(50);
+    assert_int_equal(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), 0);
+    pin_release();
+    assert_int_equal(pthread_join(t, NULL), 0);
+    assert_int_equal(w.done, 1);
+
+    void *other = &object_b;
+    assert_ptr_equal(pin_load(&other), &object_b);
+    pin_wait_unheld(&object_a); /* returns at once */
+    pin_release();
+}
+
+/* Nothing published: nothing pinned. */
+static void test_null(void **state)
+{
+    (void)state;
+    void *shared = NULL;
+    assert_null(pin_load(&shared));
+    pin_wait_unheld(NULL);
+}
+
+static void *pin_and_exit(void *arg)
+{
+    void *shared = arg;
+    pin_load(&shared); /* never released: the thread exits holding it */
+    return NULL;
+}
+
+/* A thread that exits while pinned does not block a retirer, and its slot is reused. */
+static void test_thread_exit(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 50; i++) {
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, pin_and_exit, &object_a), 0);
+        assert_int_equal(pthread_join(t, NULL), 0);
+    }
+    pin_wait_unheld(&object_a);
+}
+
+static void *pin_forever(void *arg)
+{
+    void *shared = arg;
+    pin_load(&shared);
+    for (;;) pause();
+    return NULL;
+}
+
+/* A fork child does not wait for the pins of the parent's other threads. */
+static void test_fork_child(void **state)
+{
+    (void)state;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, pin_forever, &object_b), 0);
+    sleep_ms(20);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        pin_fork_child();
+        alarm(10);
+        pin_wait_unheld(&object_b);
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    pthread_cancel(t);
+    pthread_join(t, NULL);
+}
+
+/* ---- stress: users never see a retired object ---------------------------------------------- */
+typedef struct obj {
+    int alive; /* 1 while it may be used; 0 once retired and waited for */
+} obj_t;
+
+static void *published;
+static int stop;
+static long violations;
+
+static void *user(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+        obj_t *o = pin_load(&published);
+        if (o && !__atomic_load_n(&o->alive, __ATOMIC_ACQUIRE))
+            __atomic_add_fetch(&violations, 1, __ATOMIC_RELAXED);
+        pin_release();
+    }
+    return NULL;
+}
+
+static void test_stress(void **state)
+{
+    (void)state;
+    enum { USERS = 4, ROUNDS = 100 }; /* more users than cores: a retirer waits for preempted pins */
+    static obj_t objs[ROUNDS];
+    pthread_t th[USERS];
+    objs[0].alive = 1;
+    __atomic_store_n(&published, &objs[0], __ATOMIC_RELEASE);
+    for (int i = 0; i < USERS; i++) assert_int_equal(pthread_create(&th[i], NULL, user, NULL), 0);
+    for (int r = 1; r < ROUNDS; r++) {
+        objs[r].alive = 1;
+        obj_t *old = __atomic_exchange_n((obj_t **)&published, &objs[r], __ATOMIC_SEQ_CST);
+        pin_wait_unheld(old);
+        __atomic_store_n(&old->alive, 0, __ATOMIC_RELEASE); /* "destroyed" */
+    }
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < USERS; i++) pthread_join(th[i], NULL);
+    assert_int_equal(violations, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wait_for_pin), cmocka_unit_test(test_null),
+        cmocka_unit_test(test_thread_exit),  cmocka_unit_test(test_fork_child),
+        cmocka_unit_test(test_stress),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
