@@ -336,6 +336,11 @@ static void report_if_needed(enum wire_trigger trigger)
             rs.finalize_report = rs.seq;
         }
     }
+    /* In the same hold of the lock, so that no background report or rewrite comes in between:
+     * the metrics file's rewrite with the state this report saw, and at exit the end of
+     * background work (the reporter thread starts no report or rewrite after this one). */
+    if (!rs.exiting) metrics_write_locked(&rs.src, rs.stats.written);
+    if (trigger == WIRE_TRIGGER_EXIT) rs.exiting = 1;
     pthread_mutex_unlock(&rs.lock);
 }
 
@@ -343,19 +348,9 @@ void report_at_exit(void)
 {
     report_write_deferred_oom(); /* owed by a reporter thread that may not exist */
     report_if_needed(WIRE_TRIGGER_EXIT);
-    pthread_mutex_lock(&rs.lock);
-    if (!rs.exiting) metrics_write_locked(&rs.src, rs.stats.written); /* the end state */
-    rs.exiting = 1; /* the reporter thread starts no report or rewrite after this one */
-    pthread_mutex_unlock(&rs.lock);
 }
 
-void report_at_finalize(void)
-{
-    report_if_needed(WIRE_TRIGGER_FINALIZE);
-    pthread_mutex_lock(&rs.lock);
-    if (!rs.exiting) metrics_write_locked(&rs.src, rs.stats.written);
-    pthread_mutex_unlock(&rs.lock);
-}
+void report_at_finalize(void) { report_if_needed(WIRE_TRIGGER_FINALIZE); }
 
 /* ---- oom -------------------------------------------------------------------------------------- */
 
