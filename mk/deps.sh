@@ -13,6 +13,9 @@
 #     first) and the probes run again;
 #   - otherwise one message names each missing piece with its Debian and its openEuler
 #     (EulerOS, CentOS, Fedora) package, the two install commands, and the script exits 1.
+# Optional pieces (OPTIONAL: promtool, for tests/cases/report_metrics.sh) are installed the same
+# way as root on Debian, but a missing one only costs one note: the case that uses it skips that
+# check and says so.
 # Tests: MK_DEPS_BREAK="piece ..." makes those pieces' probes fail for real (the compiler is asked
 # for a header that cannot exist); MK_DEPS_NO_INSTALL=1 never installs.
 # Package names: Debian's checked against bookworm; the openEuler ones follow its (Fedora's)
@@ -26,9 +29,10 @@ ARCH=${DEPS_ARCH:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/npupool-deps.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
+OPTIONAL=""
 case $MODE in
 build) PIECES="cc libunwind cjson elfutils binutils" ;;
-test) PIECES="cmocka cxx python3 jsonschema jq rsvg valgrind" ;;
+test) PIECES="cmocka cxx python3 jsonschema jq rsvg valgrind" OPTIONAL="promtool" ;;
 emu) PIECES="qemu" ;;
 *) echo "mk/deps.sh: unknown mode '$MODE' (build, test or emu)" >&2; exit 2 ;;
 esac
@@ -48,6 +52,7 @@ about() {
     jq) echo "jq|jq|jq" ;;
     rsvg) echo "rsvg-convert|librsvg2-bin|librsvg2-tools" ;;
     valgrind) echo "valgrind|valgrind|valgrind" ;;
+    promtool) echo "promtool (checks the NPUPOOL_METRICS file)|prometheus|golang-github-prometheus" ;;
     qemu) echo "qemu-aarch64 (user-mode emulation)|qemu-user|qemu-user" ;;
     esac
 }
@@ -101,9 +106,9 @@ probe() {
     esac
 }
 
-missing_pieces() {
+missing_pieces() { # $1: the pieces (default: the required ones)
     out=""
-    for p in $PIECES; do
+    for p in ${1-$PIECES}; do
         if ! probe "$p"; then
             out="$out $p"
             [ "$p" = cc ] && break # nothing else can be probed without a compiler
@@ -113,13 +118,23 @@ missing_pieces() {
 }
 
 missing=$(missing_pieces)
-[ -z "$missing" ] && exit 0
+absent=$(missing_pieces "$OPTIONAL") # optional pieces not found
 
-# The Debian and openEuler packages of $missing, one space between words.
+# A note per optional piece still absent (stdout: never an error).
+note_absent() {
+    absent=$(missing_pieces "$OPTIONAL")
+    for p in $absent; do
+        echo "npupool build: optional, not found: $(about "$p" | cut -d'|' -f1): Debian $(debian_pkgs "$p"), openEuler $(about "$p" | cut -d'|' -f3); the tests that use it skip that check"
+    done
+}
+if [ -z "$missing" ] && [ -z "$absent" ]; then exit 0; fi
+
+# The Debian and openEuler packages of $missing (and $absent: installed too, never demanded), one
+# space between words.
 packages() {
     deb=""
     rpm=""
-    for p in $missing; do
+    for p in $missing $absent; do
         deb="$deb $(debian_pkgs "$p")"
         rpm="$rpm $(about "$p" | cut -d'|' -f3)"
     done
@@ -139,12 +154,16 @@ if [ "$(id -u)" = 0 ] && [ -z "${MK_DEPS_NO_INSTALL:-}" ] && have apt-get && hav
     for round in 1 2; do
         echo "npupool build: installing missing Debian packages: $deb"
         # shellcheck disable=SC2086
-        apt-get install -y -qq --no-install-recommends $deb
+        apt-get install -y -qq --no-install-recommends $deb || [ -z "$missing" ]
         missing=$(missing_pieces)
-        [ -z "$missing" ] && exit 0
+        [ -z "$missing" ] && { note_absent; exit 0; }
+        absent=""
         packages
     done
 fi
+[ -z "$missing" ] && { note_absent; exit 0; }
+absent=""
+packages
 
 case $MODE in
 build) what="\`make\`" ;;

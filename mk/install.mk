@@ -16,7 +16,7 @@ LIBDIR  ?= $(PREFIX)/lib
 MANDIR  ?= $(PREFIX)/share/man
 DOCDIR  ?= $(PREFIX)/share/doc/npupool
 INSTALL ?= install
-INSTALL_DOCS := README.md LICENSE docs/architecture.md docs/report.md docs/report-schema.json \
+INSTALL_DOCS := README.md LICENSE docs/architecture.md docs/metrics.md docs/report.md docs/report-schema.json \
                 docs/tools.md docs/trace.md
 
 .PHONY: install uninstall

@@ -3,7 +3,8 @@
  * Owns: the report state `rs`: configuration, sequence numbers, the growth baseline, statistics,
  * the oom rate limit, the exit/finalize decision and the fork handlers.  One report: collect the
  * ledger's sites, build the document (report_json.c), print it, write it (report_file.c), keep
- * its sites as the next report's growth baseline.
+ * its sites as the next report's growth baseline.  When the metrics file (metrics.c) is written:
+ * by the reporter thread through report_write_metrics, and at finalize and exit.
  * Locking: rs.lock serialises reports and guards rs (except the atomics named at the fields).
  * It is taken before any pool or ledger lock and never held across a call into the runtime.
  */
@@ -18,6 +19,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "metrics.h"
 #include "path.h"
 #include "report_cjson.h"
 #include "report_internal.h"
@@ -103,6 +105,7 @@ void report_init(const report_config_t *cfg, const report_source_t *src)
         memset(&rs.src, 0, sizeof rs.src);
     if (rs.start_wall_s == 0) rs.start_wall_s = process_start_wall();
     monitor_configure(cfg->warn_ratio, cfg->critical_ratio);
+    metrics_configure(cfg->metrics, cfg->metrics_interval_s);
     pthread_mutex_unlock(&rs.lock);
 }
 
@@ -110,6 +113,14 @@ REPORT_HIDDEN double report_interval_s(void)
 {
     pthread_mutex_lock(&rs.lock);
     double s = rs.cfg.interval_s;
+    pthread_mutex_unlock(&rs.lock);
+    return s;
+}
+
+REPORT_HIDDEN double report_metrics_interval_s(void)
+{
+    pthread_mutex_lock(&rs.lock);
+    double s = metrics_interval_s();
     pthread_mutex_unlock(&rs.lock);
     return s;
 }
@@ -276,6 +287,13 @@ REPORT_HIDDEN void report_write_background(enum wire_trigger trigger, int device
     pthread_mutex_unlock(&rs.lock);
 }
 
+REPORT_HIDDEN void report_write_metrics(void)
+{
+    pthread_mutex_lock(&rs.lock);
+    if (!rs.exiting) metrics_write_locked(&rs.src, rs.stats.written);
+    pthread_mutex_unlock(&rs.lock);
+}
+
 REPORT_HIDDEN void report_count_signal(void) { atomic_fetch_add(&rs.signals, 1); }
 
 void report_get_stats(report_stats_t *out)
@@ -318,6 +336,11 @@ static void report_if_needed(enum wire_trigger trigger)
             rs.finalize_report = rs.seq;
         }
     }
+    /* In the same hold of the lock, so that no background report or rewrite comes in between:
+     * the metrics file's rewrite with the state this report saw, and at exit the end of
+     * background work (the reporter thread starts no report or rewrite after this one). */
+    if (!rs.exiting) metrics_write_locked(&rs.src, rs.stats.written);
+    if (trigger == WIRE_TRIGGER_EXIT) rs.exiting = 1;
     pthread_mutex_unlock(&rs.lock);
 }
 
@@ -325,9 +348,6 @@ void report_at_exit(void)
 {
     report_write_deferred_oom(); /* owed by a reporter thread that may not exist */
     report_if_needed(WIRE_TRIGGER_EXIT);
-    pthread_mutex_lock(&rs.lock);
-    rs.exiting = 1; /* the reporter thread starts no report after this one */
-    pthread_mutex_unlock(&rs.lock);
 }
 
 void report_at_finalize(void) { report_if_needed(WIRE_TRIGGER_FINALIZE); }
@@ -378,7 +398,9 @@ void report_start_background(void)
     pthread_mutex_lock(&rs.lock);
     if (!rs.bg_started) {
         rs.bg_started = 1;
-        int need = rs.cfg.signal > 0 || rs.cfg.interval_s > 0 || monitor_enabled();
+        metrics_arm(); /* this process called ACL: its metrics file may be written */
+        int need = rs.cfg.signal > 0 || rs.cfg.interval_s > 0 || monitor_enabled() ||
+                   metrics_interval_s() > 0;
         reporter_start_locked(rs.cfg.signal, need);
     }
     pthread_mutex_unlock(&rs.lock);
@@ -389,6 +411,7 @@ void report_stop_background(void)
     reporter_stop();
     pthread_mutex_lock(&rs.lock);
     rs.bg_started = 0;
+    metrics_disarm();
     pthread_mutex_unlock(&rs.lock);
     monitor_reset();
 }
@@ -412,6 +435,7 @@ void report_fork_child(void)
     refusal_fork_child();
     pthread_mutex_init(&rs.lock, NULL);
     reporter_fork_child();
+    metrics_fork_child();
     rs.bg_started = 0;
     rs.start_wall_s = clock_wall_s();
     rs.fork_child = 1;

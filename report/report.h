@@ -10,7 +10,8 @@
  * The files of report/: report.c (this API: the report state, one report, exit/finalize/oom),
  * reporter.c (the background thread and the report signal), monitor.c (the pool-use thresholds),
  * report_file.c (atomic file writes), report_json.c (the document), report_cjson.c (cJSON,
- * loaded privately), symbolize.c (frames), trace.c (the allocation trace recorder, trace.h).
+ * loaded privately), symbolize.c (frames), trace.c (the allocation trace recorder, trace.h),
+ * metrics.c (the Prometheus text file of NPUPOOL_METRICS, metrics.h, docs/metrics.md).
  *
  * Configuration comes in once, typed, from whoever owns the environment (the shim's option table):
  * report/ never reads NPUPOOL_* variables itself.
@@ -18,7 +19,9 @@
  * Threads: one reporter thread (report_start_background) sleeps until a signal, an interval or a
  * threshold crossing wakes it and writes that report while the application keeps allocating (the
  * ledger and each pool are locked only briefly, one at a time).  Reports are serialised by one
- * mutex; `growth` is measured against the previous report written.
+ * mutex; `growth` is measured against the previous report written.  The same thread rewrites the
+ * metrics file (NPUPOOL_METRICS) every NPUPOOL_METRICS_INTERVAL seconds, under the same mutex;
+ * report_at_finalize and report_at_exit rewrite it once more, so it ends with the final state.
  *
  * Preconditions: report_write, report_oom, report_at_exit and report_at_finalize take the report
  * lock, each pool's lock and the ledger's shard locks in turn, and call the source's callbacks:
@@ -52,6 +55,9 @@ typedef struct report_config {
     int symbols;           /* NPUPOOL_REPORT_SYMBOLS: 1 = function/file/line in frames */
     long oom_max;          /* NPUPOOL_REPORT_OOM_MAX: further oom reports per process */
     const char *suppress;  /* NPUPOOL_SUPPRESS: suppressions file (base/suppress.h), "" = none */
+    const char *metrics;   /* NPUPOOL_METRICS: Prometheus text file path pattern, NULL/"" = off */
+    double metrics_interval_s; /* NPUPOOL_METRICS_INTERVAL: seconds between rewrites, 0 = at
+                                  aclFinalize and exit only */
 } report_config_t;
 
 /* What the shim lends the report writer. */
@@ -101,8 +107,10 @@ void report_oom(const report_oom_info_t *info);
  * re-armed when use falls 5 points below it. */
 void report_usage_changed(int device, size_t allocated, size_t reserved);
 
-/* Start the reporter thread (when a signal, an interval or a threshold is configured) and install
- * the signal handler when the application has none for that signal.  Idempotent. */
+/* Start the reporter thread (when a signal, an interval, a threshold or the metrics file is
+ * configured) and install the signal handler when the application has none for that signal.
+ * Idempotent.  The metrics file is written only in a process that called this (the shim calls it
+ * at the first ACL call), and in a fork child only once it is called there again. */
 void report_start_background(void);
 /* Stop and join the reporter thread, restore the signal's default disposition if npupool
  * installed it (tests; not needed at exit). */

@@ -24,7 +24,7 @@ $(REPORT_LIB): $(REPORT_OBJS)
 
 ALL_TARGETS += $(REPORT_LIB)
 
-REPORT_TEST_NAMES := test_report test_report_background test_report_symbolize
+REPORT_TEST_NAMES := test_report test_report_background test_report_symbolize test_report_metrics
 REPORT_TEST_BINS  := $(REPORT_TEST_NAMES:%=$(BUILD)/tests/unit/%)
 REPORT_TEST_LIBS  := $(REPORT_LIB) $(LEDGER_LIB) $(POOL_LIB)
 $(REPORT_TEST_NAMES:%=$(BUILD)/obj/tests/unit/%.o): INC := $(REPORT_INC)

@@ -3,7 +3,7 @@
  * Owns: the growth baseline and threshold types, the document builder's inputs, and the hidden
  * functions the files call each other with: report.c (state, one report) calls report_json.c (the
  * document) and report_file.c (the file); reporter.c (the thread) and monitor.c (thresholds) call
- * back into report.c for background reports.
+ * back into report.c for background reports and the metrics file (metrics.h).
  * Locking: report_json_build and report_file_write run under the report lock (report.c's
  * `rs.lock`); monitor_* and reporter_wake take no lock.
  */
@@ -112,6 +112,10 @@ REPORT_HIDDEN void report_write_background(enum wire_trigger trigger, int device
                                            const report_threshold_info_t *threshold);
 REPORT_HIDDEN void report_count_signal(void);
 REPORT_HIDDEN double report_interval_s(void);
+/* The metrics file (metrics.h): seconds between rewrites (0 = no periodic rewrite), and one
+ * rewrite now (skipped once the exit report was written).  Take the report lock. */
+REPORT_HIDDEN double report_metrics_interval_s(void);
+REPORT_HIDDEN void report_write_metrics(void);
 
 /* The reporter thread's share of refusals and thresholds: reports that could not be written on
  * the thread that caused them because another report was being written. */

@@ -1,12 +1,14 @@
 /* report/reporter.c — the reporter thread and the report signal.
  *
  * Owns: the thread that writes signal, interval and threshold reports while the application keeps
- * running, its wake-up word, and the signal handler npupool installs for NPUPOOL_REPORT_SIGNAL.
+ * running and rewrites the metrics file (metrics.h) on its own period, its wake-up word, and the
+ * signal handler npupool installs for NPUPOOL_REPORT_SIGNAL.
  * Wake-up without a descriptor: wakers set a bit in `wake_word` and futex-wake it; the thread
  * takes the bits with one exchange and sleeps on the word (FUTEX_WAIT against 0, with the time
- * left to the next interval report).  Both sides are async-signal-safe and lock-free, so the
- * signal handler is one atomic OR and one system call, and a program that closes or reuses every
- * descriptor can never receive npupool's bytes or steal its wake-ups.
+ * left to the earlier of the next interval report and the next metrics rewrite).  Both sides are
+ * async-signal-safe and lock-free, so the signal handler is one atomic OR and one system call,
+ * and a program that closes or reuses every descriptor can never receive npupool's bytes or steal
+ * its wake-ups.
  * The handler is installed only where the signal's disposition is still the default; an
  * application's handler, installed before or after, is never replaced or undone.
  * The thread blocks every signal (so none lands on it) and is never started in a fork child.
@@ -80,20 +82,43 @@ static void on_signal(int sig)
     wake(WAKE_SIGNAL);
 }
 
+/* A period in nanoseconds (0 = off). */
+static uint64_t period_ns(double seconds) { return seconds > 0 ? (uint64_t)(seconds * 1e9) : 0; }
+
+/* The deadline after `due` once it was met at `now`: one period later, or one period from now
+ * when the thread fell more than a period behind (no burst of catch-up writes). */
+static uint64_t deadline_next(uint64_t due, uint64_t period, uint64_t now)
+{
+    due += period;
+    return due <= now ? now + period : due;
+}
+
+/* Nanoseconds from now to the earlier of the deadlines of the periods that are on
+ * (UINT64_MAX = none is on: sleep until woken). */
+static uint64_t time_to_next(uint64_t now, uint64_t period, uint64_t due, uint64_t mperiod,
+                             uint64_t mdue)
+{
+    uint64_t timeout = UINT64_MAX;
+    if (period) timeout = due > now ? due - now : 0;
+    if (mperiod) {
+        uint64_t m = mdue > now ? mdue - now : 0;
+        if (m < timeout) timeout = m;
+    }
+    return timeout;
+}
+
 static void *reporter_main(void *arg)
 {
     (void)arg;
-    double interval = report_interval_s();
-    uint64_t period = interval > 0 ? (uint64_t)(interval * 1e9) : 0;
-    uint64_t due = clock_mono_ns() + period;
+    uint64_t period = period_ns(report_interval_s());          /* interval reports */
+    uint64_t mperiod = period_ns(report_metrics_interval_s()); /* metrics rewrites */
+    uint64_t start = clock_mono_ns();
+    uint64_t due = start + period;
+    uint64_t mdue = start; /* the metrics file appears at once, then every mperiod */
     for (;;) {
         uint32_t bits = atomic_exchange(&wake_word, 0);
         if (!bits) {
-            uint64_t timeout = UINT64_MAX;
-            if (period) {
-                uint64_t now = clock_mono_ns();
-                timeout = due > now ? due - now : 0;
-            }
+            uint64_t timeout = time_to_next(clock_mono_ns(), period, due, mperiod, mdue);
             if (timeout) futex_wait_zero(&wake_word, timeout);
             bits = atomic_exchange(&wake_word, 0);
         }
@@ -104,13 +129,14 @@ static void *reporter_main(void *arg)
         }
         if (bits & WAKE_THRESHOLD) monitor_write_pending();
         if (bits & WAKE_OOM) report_write_deferred_oom();
-        if (period) {
-            uint64_t now = clock_mono_ns();
-            if (now >= due) {
-                report_write_background(WIRE_TRIGGER_INTERVAL, -1, NULL);
-                due += period;
-                if (due <= now) due = now + period;
-            }
+        uint64_t now = clock_mono_ns();
+        if (period && now >= due) {
+            report_write_background(WIRE_TRIGGER_INTERVAL, -1, NULL);
+            due = deadline_next(due, period, now);
+        }
+        if (mperiod && now >= mdue) {
+            report_write_metrics();
+            mdue = deadline_next(mdue, mperiod, clock_mono_ns());
         }
     }
 }

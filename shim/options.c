@@ -99,6 +99,14 @@ static const option_def_t option_table[] = {
     {"NPUPOOL_SUPPRESS", OPT_PATTERN, FIELD(report.suppress), "", 0, 0, 0,
      "suppressions file: leaks whose stack matches a pattern are marked `suppressed` and alone "
      "write no exit report (format: `docs/tools.md`)"},
+    {"NPUPOOL_METRICS", OPT_PATTERN, FIELD(report.metrics), "", 0, 0, 0,
+     "Prometheus text file for node_exporter's textfile collector (name it `*.prom`), "
+     "rewritten atomically; path pattern: `%p` pid, `%r` rank, `%t` time of the first write; see "
+     "`docs/metrics.md`"},
+    {"NPUPOOL_METRICS_INTERVAL", OPT_NUMBER, FIELD(report.metrics_interval_s), "15", 0.1, 1e7,
+     OPT_ZERO_OFF,
+     "seconds between rewrites of `NPUPOOL_METRICS` (also rewritten at `aclFinalize` and exit); "
+     "0 = at those two only"},
     {"NPUPOOL_TRACE", OPT_PATTERN, FIELD(trace), "", 0, 0, 0,
      "record an allocation trace to this path pattern (`%p` pid); see `docs/trace.md`"},
 };

@@ -30,6 +30,11 @@ expect_missing build elfutils "libdw-dev libelf-dev" "elfutils-devel elfutils-li
 expect_missing test cmocka libcmocka-dev libcmocka-devel
 expect_missing test "jq rsvg" "jq librsvg2-bin" "jq librsvg2-tools"
 expect_missing test jsonschema python3-jsonschema python3-jsonschema
+# An optional piece (promtool) missing: a note naming its packages, and no failure.
+out=$(MK_DEPS_BREAK=promtool sh mk/deps.sh test 2>&1) || fail "mode test failed for a missing optional piece: $out"
+echo "$out"
+echo "$out" | grep -q "^npupool build: optional, not found: promtool .*Debian prometheus, openEuler golang-github-prometheus" ||
+    fail "no note for the missing optional promtool"
 # The cross build's message names the arm64 packages.
 out=$(DEPS_ARCH=arm64 MK_DEPS_BREAK=cjson sh mk/deps.sh build 2>&1) && fail "cross probe passed"
 echo "$out" | grep -q "apt-get install -y libcjson-dev:arm64" || fail "no arm64 package: $out"

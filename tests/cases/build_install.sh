@@ -19,6 +19,7 @@ cat >"$TMPDIR_CASE/want" <<'LIST'
 ./usr/local/share/doc/npupool/LICENSE
 ./usr/local/share/doc/npupool/README.md
 ./usr/local/share/doc/npupool/architecture.md
+./usr/local/share/doc/npupool/metrics.md
 ./usr/local/share/doc/npupool/report-schema.json
 ./usr/local/share/doc/npupool/report.md
 ./usr/local/share/doc/npupool/tools.md

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ledger.h"
@@ -116,6 +117,24 @@ static void rt_free(int d, uintptr_t a)
     __atomic_fetch_add(&rt_counters[d].frees, 1, __ATOMIC_RELAXED);
 }
 
+/* Back to no pool, no record, no reporter thread (each test's setup). */
+static void rt_reset_all(void)
+{
+    report_stop_background();
+    ledger_clear();
+    for (int d = 0; d < RT_DEVICES; d++) {
+        if (rt_pool[d]) pool_destroy(rt_pool[d]);
+        rt_pool[d] = NULL;
+    }
+}
+
+__attribute__((unused)) static void rt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
 static void rt_make_dir(void)
 {
     snprintf(rt_dir, sizeof rt_dir, "/tmp/npupool-test-report.XXXXXX");
@@ -135,6 +154,22 @@ static void rt_remove_dir(void)
     }
     closedir(d);
     rmdir(rt_dir);
+}
+
+/* cmocka group setup and teardown: the scratch directory, made and removed. */
+static int rt_group_setup(void **state)
+{
+    (void)state;
+    rt_make_dir();
+    return 0;
+}
+
+static int rt_group_teardown(void **state)
+{
+    (void)state;
+    rt_reset_all();
+    rt_remove_dir();
+    return 0;
 }
 
 /* Files in rt_dir whose name contains `part`. */

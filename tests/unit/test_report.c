@@ -48,20 +48,10 @@ __attribute__((noipa)) static void temporary_work(void)
     }
 }
 
-static void reset_all(void)
-{
-    report_stop_background();
-    ledger_clear();
-    for (int d = 0; d < RT_DEVICES; d++) {
-        if (rt_pool[d]) pool_destroy(rt_pool[d]);
-        rt_pool[d] = NULL;
-    }
-}
-
 static int setup(void **state)
 {
     (void)state;
-    reset_all();
+    rt_reset_all();
     rt_config_defaults("report");
     ledger_init(&(ledger_config_t){.backtrace_depth = 16});
     rt_init();
@@ -537,21 +527,6 @@ static void test_fork_child_reports_only_its_own_leaks(void **state)
     assert_int_equal(chdir(cwd), 0);
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    rt_make_dir();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    reset_all();
-    rt_remove_dir();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,5 +542,5 @@ int main(void)
         cmocka_unit_test_setup(test_devices_without_pool, setup),
         cmocka_unit_test_setup(test_fork_child_reports_only_its_own_leaks, setup),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, rt_group_setup, rt_group_teardown);
 }

@@ -15,27 +15,10 @@
 
 #include "report_test_util.h"
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
-static void reset_all(void)
-{
-    report_stop_background();
-    ledger_clear();
-    for (int d = 0; d < RT_DEVICES; d++) {
-        if (rt_pool[d]) pool_destroy(rt_pool[d]);
-        rt_pool[d] = NULL;
-    }
-}
-
 static int setup(void **state)
 {
     (void)state;
-    reset_all();
+    rt_reset_all();
     rt_config_defaults("bg");
     ledger_init(&(ledger_config_t){
         .backtrace_depth =
@@ -54,7 +37,7 @@ static int wait_written(uint64_t at_least, int timeout_ms)
 {
     for (int t = 0; t < timeout_ms; t += 10) {
         if (written() >= at_least) return 1;
-        sleep_ms(10);
+        rt_sleep_ms(10);
     }
     return written() >= at_least;
 }
@@ -114,7 +97,7 @@ static void test_signal_reports_while_threads_allocate(void **state)
     }
     uint64_t before = written();
     for (int k = 0; k < 5; k++) {
-        sleep_ms(30);
+        rt_sleep_ms(30);
         kill(getpid(), SIGUSR2);
         assert_true(wait_written(before + (uint64_t)k + 1, 10000));
     }
@@ -159,7 +142,7 @@ static void test_application_handler_is_kept(void **state)
     assert_ptr_equal(sa.sa_handler, app_handler);
     uint64_t before = written();
     raise(SIGUSR1);
-    sleep_ms(200);
+    rt_sleep_ms(200);
     assert_int_equal(app_handler_calls, 1);
     assert_int_equal(written(), before);
     report_stop_background();
@@ -219,7 +202,7 @@ static void test_interval_reports_show_slow_leak(void **state)
     for (int i = 0; i < 130; i++) { /* ~1.3 s: one leak and 200 balanced pairs every 10 ms */
         slow_leak();
         for (int k = 0; k < 200; k++) balanced();
-        sleep_ms(10);
+        rt_sleep_ms(10);
     }
     report_stop_background();
     uint64_t last = written();
@@ -265,7 +248,7 @@ static void test_threshold_crossings(void **state)
     uint64_t before = written();
     size_t G = (size_t)1 << 30;
     report_usage_changed(1, G / 2, G); /* below: nothing */
-    sleep_ms(1100);                    /* one growth sample a second at most */
+    rt_sleep_ms(1100);                 /* one growth sample a second at most */
     rt_stderr_begin();
     report_usage_changed(1, (size_t)(0.86 * (double)G), G);
     report_usage_changed(1, (size_t)(0.87 * (double)G), G); /* same level: nothing more */
@@ -288,7 +271,7 @@ static void test_threshold_crossings(void **state)
     double window = rt_num(doc, "threshold.rate_window_s");
     assert_true(window >= 1.0 && window < 10.0);
     cJSON_Delete(doc);
-    sleep_ms(100);
+    rt_sleep_ms(100);
     assert_int_equal(written(), before + 1);
     /* critical */
     rt_stderr_begin();
@@ -314,21 +297,6 @@ static void test_threshold_crossings(void **state)
     report_stop_background();
 }
 
-static int group_setup(void **state)
-{
-    (void)state;
-    rt_make_dir();
-    return 0;
-}
-
-static int group_teardown(void **state)
-{
-    (void)state;
-    reset_all();
-    rt_remove_dir();
-    return 0;
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,5 +306,5 @@ int main(void)
         cmocka_unit_test_setup(test_interval_reports_show_slow_leak, setup),
         cmocka_unit_test_setup(test_threshold_crossings, setup),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, rt_group_setup, rt_group_teardown);
 }
