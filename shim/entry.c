@@ -17,7 +17,8 @@
  * recorded (under device -1).
  * NPUPOOL_MODE=observe: every request goes to the runtime with the application's own arguments
  * and its answer is returned unchanged; successful ones are recorded (origin "observed") and
- * their frees forwarded; no pool exists, aclrtGetMemInfo is the runtime's.  The thresholds then
+ * their frees forwarded; a refusal with 207001 gets the `oom` report (kind "runtime"); no pool
+ * exists, aclrtGetMemInfo is the runtime's.  The thresholds then
  * measure the bytes a device's live observed allocations hold against its total HBM (asked once
  * per device, at its first observed allocation, with no npupool lock held).
  */
@@ -121,6 +122,10 @@ static aclError observe_only(enum vocab_entry e, void **dev_ptr, size_t size, si
     }
     aclError rc = record_forwarded(e, dev_ptr, size, granted, policy, cfg, device,
                                    VOCAB_FROM_OBSERVED, stack);
+    if (rc == ACL_ERROR_RT_MEMORY_ALLOCATION) { /* the runtime's own OOM: its post-mortem */
+        wire_counter_add(shim_counters_of(device), ooms, 1);
+        observe_oom(e, device, size, granted, NULL, stack);
+    }
     if (rc == ACL_SUCCESS && known) {
         size_t live = __atomic_add_fetch(&observed_live[device], granted, __ATOMIC_RELAXED);
         observe_usage(device, live, __atomic_load_n(&observed_total[device], __ATOMIC_RELAXED));
