@@ -1,8 +1,9 @@
 /* ledger/ledger_py.c — Python frames in captured stacks (contract in ledger_py.h).
  *
  * Owns: finding a CPython interpreter in the process, reading the allocating thread's Python
- * frames without taking the GIL, the Python frame and string tables, the hot cache, and the merge
- * of Python frames into the native stack.
+ * frames without taking the GIL, the hot cache from (code object, offset) to frame id, and the
+ * merge of Python frames into the native stack.  The interned frames themselves are
+ * ledger_py_table.c's.
  *
  * Finding the interpreter.  At ledger_init (and, while none is found, at every PROBE_EVERY-th
  * capture of a thread, for interpreters loaded later), Py_IsInitialized is looked up with
@@ -10,9 +11,11 @@
  * Py_Version (3.11+) or Py_GetVersion; 3.9 to 3.13 are read through the facts of
  * ledger_py_layout.h, after checks that refuse builds with another object header (PyCode_Type's
  * type must be PyType_Type at the usual offset) and, on 3.13, any disagreement with the
- * interpreter's own _Py_DebugOffsets or a free-threaded build.  No Python header is used and no
- * libpython is linked; only the looked-up functions below are called, none of which takes a lock,
- * runs Python code, creates an object or touches the error indicator:
+ * interpreter's own _Py_DebugOffsets or a free-threaded build.  The object that defines it is
+ * pinned (dlopen RTLD_NOLOAD, never closed): the functions looked up stay mapped.  No Python
+ * header is used and no libpython is linked; only the looked-up functions below are called,
+ * none of which takes a lock, runs Python code, creates an object or touches the error
+ * indicator:
  * _PyThreadState_UncheckedGet / PyThreadState_GetUnchecked, PyGILState_GetThisThreadState,
  * Py_IsInitialized, _Py_IsFinalizing / Py_IsFinalizing.
  *
@@ -36,8 +39,8 @@
  * A miss copies the file and function names as UTF-8 out of the str objects (compact strings of
  * any kind; a code point that is no Unicode scalar becomes U+FFFD), computes the line from the
  * line table (CPython's own algorithms: lnotab, 3.10 line table, PEP 657 locations), and interns
- * (file, function, line) under py_lock.  No Python object is created; nothing needed later is
- * left in the interpreter: reports read only the tables here.
+ * (file, function, line) in ledger_py_table.c.  No Python object is created; nothing a report
+ * needs is left in the interpreter: reports read only the table.
  *
  * Merging (ledger_py_merge).  Native frames innermost first; each return address inside
  * _PyEval_EvalFrameDefault is replaced by the Python frames that C call runs (one per call on
@@ -46,12 +49,10 @@
  * frames are shown, as py-spy --native does; Python frames beyond the native frames captured are
  * appended.  At most `depth` native and `depth` Python frames, then the mark.
  *
- * Tables: strings and frames are append-only arenas reached through chunked directories whose
- * entries are published with release order and a count (readers: acquire, no lock); the hash
- * tables that find an existing entry are used under py_lock only.
- * Locking: py_lock (a leaf; taken on a hot-cache miss, after the native unwind, with no other
- * npupool lock held; the fork handlers take it after the stack table's lock); probe_lock
- * (try-lock only: a thread that finds a probe running goes on without one).
+ * Locking: none of its own on the capture path but the table's (ledger_py_table.c, taken on a
+ * hot-cache miss, after the native unwind, with no other npupool lock held); probe_lock is only
+ * ever try-locked (a thread that finds a probe running goes on without one).  The interpreter's
+ * locks are never taken.  rt_store is written once before g_found publishes it (release).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -665,6 +666,12 @@ static void probe(void)
             else
                 found = FOUND_UNSUPPORTED;
         }
+        Dl_info where;
+        if (found == FOUND_SUPPORTED && dladdr((void *)rt.is_initialized, &where) &&
+            where.dli_fname && where.dli_fname[0])
+            dlopen(where.dli_fname, RTLD_LAZY | RTLD_NOLOAD); /* pinned: never unloaded under us
+                                                               * (fails for the main program,
+                                                               * which stays anyway) */
         if (found != FOUND_NONE) {
             rt_store = rt;
             atomic_store_explicit(&g_found, found, memory_order_release);

@@ -32,12 +32,21 @@
  * "python_frames"). */
 // clang-format off
 #define LEDGER_PY_SEEN(X) \
-    X(GIL_HELD, "gil_held", "the thread held the GIL: its Python frames are in the stack") \
-    X(GIL_RELEASED, "gil_released", "the main thread had released the GIL in a call from Python (ctypes.CDLL, a torch operator): its Python frames, which cannot change until that call returns, are in the stack") \
-    X(NOT_VISIBLE, "not_visible", "a thread other than the main thread had released the GIL: native frames only (its frames could be freed under npupool at interpreter shutdown)") \
-    X(NO_THREAD_STATE, "no_thread_state", "the thread has no Python thread state (a C or C++ thread): native frames only") \
-    X(NOT_RUNNING, "not_running", "the interpreter was not initialised yet or was finalizing: native frames only") \
-    X(UNSUPPORTED, "unsupported", "the interpreter is not one npupool can read (supported: CPython 3.9 to 3.13 with a GIL): native frames only")
+    X(GIL_HELD, "gil_held", \
+      "the thread held the GIL: its Python frames are in the stack") \
+    X(GIL_RELEASED, "gil_released", \
+      "the main thread had released the GIL in a call from Python (ctypes.CDLL, a torch " \
+      "operator): its Python frames, unchanged until that call returns, are in the stack") \
+    X(NOT_VISIBLE, "not_visible", \
+      "a thread other than the main thread had released the GIL: native frames only (its " \
+      "frames could be freed under npupool at interpreter shutdown)") \
+    X(NO_THREAD_STATE, "no_thread_state", \
+      "the thread has no Python thread state (a C or C++ thread): native frames only") \
+    X(NOT_RUNNING, "not_running", \
+      "the interpreter was not initialised yet or was finalizing: native frames only") \
+    X(UNSUPPORTED, "unsupported", \
+      "an interpreter npupool cannot read (it reads CPython 3.9 to 3.13 with a GIL): native " \
+      "frames only")
 // clang-format on
 
 enum ledger_py_seen {
