@@ -344,15 +344,17 @@ static uint32_t frame_id(const py_rt_t *rt, uintptr_t code, int32_t addr)
     code_key_read(rt, code, &k);
     uint64_t where = (uint64_t)(uint32_t)addr << 32 | (uint32_t)k.first;
     hot_ent_t *e = &hot[hot_slot(code, where)];
+    /* A seqlock without fences: the writer's field stores are releases after its acquiring
+     * CAS, the reader's field loads acquires, so a reader that saw a new field sees the odd (or
+     * a later) sequence number when it looks again, and calls the entry a miss. */
     uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
     if (!(s1 & 1)) {
-        uintptr_t c = atomic_load_explicit(&e->code, memory_order_relaxed);
-        uint64_t w = atomic_load_explicit(&e->where, memory_order_relaxed);
-        uintptr_t f = atomic_load_explicit(&e->filename, memory_order_relaxed);
-        uintptr_t n = atomic_load_explicit(&e->name, memory_order_relaxed);
-        uintptr_t l = atomic_load_explicit(&e->lines, memory_order_relaxed);
-        uint32_t id = atomic_load_explicit(&e->id, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
+        uintptr_t c = atomic_load_explicit(&e->code, memory_order_acquire);
+        uint64_t w = atomic_load_explicit(&e->where, memory_order_acquire);
+        uintptr_t f = atomic_load_explicit(&e->filename, memory_order_acquire);
+        uintptr_t n = atomic_load_explicit(&e->name, memory_order_acquire);
+        uintptr_t l = atomic_load_explicit(&e->lines, memory_order_acquire);
+        uint32_t id = atomic_load_explicit(&e->id, memory_order_acquire);
         if (atomic_load_explicit(&e->seq, memory_order_relaxed) == s1 && c == code && w == where &&
             f == k.filename && n == k.name && l == k.lines && id)
             return id;
@@ -361,13 +363,12 @@ static uint32_t frame_id(const py_rt_t *rt, uintptr_t code, int32_t addr)
     if (id && !(s1 & 1) &&
         atomic_compare_exchange_strong_explicit(&e->seq, &s1, s1 + 1, memory_order_acq_rel,
                                                 memory_order_relaxed)) {
-        atomic_thread_fence(memory_order_release);
-        atomic_store_explicit(&e->code, code, memory_order_relaxed);
-        atomic_store_explicit(&e->where, where, memory_order_relaxed);
-        atomic_store_explicit(&e->filename, k.filename, memory_order_relaxed);
-        atomic_store_explicit(&e->name, k.name, memory_order_relaxed);
-        atomic_store_explicit(&e->lines, k.lines, memory_order_relaxed);
-        atomic_store_explicit(&e->id, id, memory_order_relaxed);
+        atomic_store_explicit(&e->code, code, memory_order_release);
+        atomic_store_explicit(&e->where, where, memory_order_release);
+        atomic_store_explicit(&e->filename, k.filename, memory_order_release);
+        atomic_store_explicit(&e->name, k.name, memory_order_release);
+        atomic_store_explicit(&e->lines, k.lines, memory_order_release);
+        atomic_store_explicit(&e->id, id, memory_order_release);
         atomic_store_explicit(&e->seq, s1 + 2, memory_order_release);
     }
     return id;

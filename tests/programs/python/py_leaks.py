@@ -11,6 +11,11 @@ Usage: py_leaks.py SCENARIO DLL [ARGS]      DLL = cdll | pydll (how the runtime 
   threads             cache_kv from a threading.Thread and from a C thread (pyhelper)
   callback            C (pyhelper_call) calls back into Python, which allocates
   errors              allocations while an exception is handled and while one is pending in C
+  lifecycle           allocations in an atexit handler (CDLL), in __del__ while the interpreter
+                      finalizes (CDLL and PyDLL), from a daemon thread still allocating at exit,
+                      and in a sub-interpreter (PyDLL); with $PYTHONPATH holding the case's
+                      sitecustomize.py, also at start-up.  Prints one JSON line per planted site
+                      ({"function", "line", "phase", "dll"}) as it goes
   names DIR           runs leak(acl) of every DIR/*.py (non-ASCII and undecodable file names,
                       non-ASCII function names; written by the case script) and prints, per
                       module, {"function", "file", "line"} as npupool should name the site
@@ -139,6 +144,83 @@ def scenario_names(acl, directory):
               flush=True)
 
 
+class Finalizer:
+    """Allocates in __del__, run by the collection of the interpreter's finalization."""
+
+    def __init__(self, acl, pyacl):
+        # module globals may be None by the time __del__ runs: keep what it needs
+        self.acl, self.pyacl, self.c_void_p, self.byref = acl, pyacl, ctypes.c_void_p, ctypes.byref
+        self.write, self.dumps, self.getframe = os.write, json.dumps, sys._getframe
+
+    def __del__(self):
+        for dll, lib in (("cdll", self.acl), ("pydll", self.pyacl)):
+            p = self.c_void_p()
+            line = self.getframe().f_lineno + 1
+            lib.aclrtMalloc(self.byref(p), 1 << 20, 0)
+            self.write(1, (self.dumps({"function": "Finalizer.__del__", "line": line,
+                                       "phase": "finalize", "dll": dll}) + "\n").encode())
+
+
+def at_exit(acl):
+    p = ctypes.c_void_p()
+    line = sys._getframe().f_lineno + 1
+    acl.aclrtMalloc(ctypes.byref(p), 1 << 20, 0)
+    print(json.dumps({"function": "at_exit", "line": line, "phase": "atexit", "dll": "cdll"}),
+          flush=True)
+
+
+def daemon(acl):
+    acl.aclrtSetDevice(0)
+    while True:  # until the interpreter stops it at exit
+        p = ctypes.c_void_p()
+        if acl.aclrtMalloc(ctypes.byref(p), 4096, 0) == 0:
+            acl.aclrtFree(p)
+
+
+SUBINTERPRETER = """
+import ctypes
+acl = ctypes.PyDLL("libascendcl.so")
+acl.aclrtMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_int]
+
+
+def sub_leak():
+    p = ctypes.c_void_p()
+    acl.aclrtMalloc(ctypes.byref(p), 1 << 20, 0)
+
+
+sub_leak()
+"""
+
+
+def scenario_lifecycle(acl, kind):
+    import atexit
+    atexit.register(at_exit, acl)
+    threading.Thread(target=daemon, args=(acl,), daemon=True).start()
+    try:
+        import _xxsubinterpreters as interpreters  # 3.9 .. 3.12
+    except ImportError:
+        try:
+            import _interpreters as interpreters  # 3.13
+        except ImportError:
+            interpreters = None
+    if interpreters is not None:
+        if hasattr(interpreters, "new_config"):  # 3.13: a legacy one, where ctypes loads
+            iid = interpreters.create(interpreters.new_config("legacy"))
+        else:
+            try:
+                iid = interpreters.create(isolated=False)  # 3.12: ctypes is a legacy module
+            except TypeError:
+                iid = interpreters.create()
+        interpreters.run_string(iid, SUBINTERPRETER)
+        interpreters.destroy(iid)
+        print(json.dumps({"function": "sub_leak", "line": 9, "phase": "subinterpreter",
+                          "dll": "pydll"}), flush=True)
+    import gc
+    gc.disable()  # the cycle stays until the collection the interpreter runs while finalizing
+    f = Finalizer(acl, npu.load("pydll"))
+    f.cycle = f
+
+
 def main():
     scenario, kind = sys.argv[1], sys.argv[2]
     acl = npu.load(kind)
@@ -153,6 +235,8 @@ def main():
         scenario_callback(acl, kind)
     elif scenario == "errors":
         scenario_errors(acl, kind)
+    elif scenario == "lifecycle":
+        scenario_lifecycle(acl, kind)
     elif scenario == "names":
         scenario_names(acl, sys.argv[3])
     else:
