@@ -11,6 +11,18 @@
 
 #define LEDGER_HIDDEN __attribute__((visibility("hidden")))
 
+/* The 64-bit finalizer of MurmurHash3: every bit of x moves every bit of the result (the stack
+ * and Python tables' hashes). */
+static inline uint64_t ledger_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
 /* The stack table's share of ledger_memory(), ledger_check() and the fork handlers (stack.c). */
 /* Capture on (depth > 0) or off; opens libunwind at the first call with depth > 0; Python
  * frames on or off (ledger_py_init). */

@@ -118,11 +118,7 @@ static hot_ent_t *hot; /* HOT_SLOTS entries, once an interpreter is found */
 
 static uint32_t hot_slot(uintptr_t code, uint64_t where)
 {
-    uint64_t x = code ^ where * 0x9e3779b97f4a7c15ULL;
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return (uint32_t)x & (HOT_SLOTS - 1);
+    return (uint32_t)ledger_mix64(code ^ where * 0x9e3779b97f4a7c15ULL) & (HOT_SLOTS - 1);
 }
 
 /* ---- what readers see ---------------------------------------------------------------------- */

@@ -39,43 +39,33 @@ typedef struct py_frame_rec {
 } py_frame_rec_t;
 
 static struct {
-    pthread_mutex_t lock;                              /* table_lock: arenas, ids, hash tables */
-    _Atomic(const char *) *str_dir[STR_CHUNKS];        /* string id - 1 -> text (published) */
-    _Atomic uint32_t nstrings;                         /* strings interned (ids 1..n) */
-    uint32_t *str_slot;                                /* string hash table: id, 0 = empty */
-    uint32_t str_mask;                                 /* its slots - 1 */
-    char *arena;                                       /* current string arena chunk */
-    size_t arena_used;                                 /* bytes used in it */
-    _Atomic(py_frame_rec_t *) frame_dir[FRAME_CHUNKS]; /* frame id - 1 -> record (published) */
-    _Atomic uint32_t nframes;                          /* frames interned (ids 1..n) */
-    uint32_t *frame_slot;                              /* frame hash table: id, 0 = empty */
-    uint32_t frame_mask;                               /* its slots - 1 */
-    _Atomic size_t bytes;                              /* host memory of everything here */
-    _Atomic uint64_t dropped;                          /* frames not interned */
+    pthread_mutex_t lock;                    /* table_lock: arenas, ids, hash tables */
+    _Atomic(void *) str_dir[STR_CHUNKS];     /* chunks of string id - 1 -> text */
+    _Atomic uint32_t nstrings;               /* strings interned (ids 1..n) */
+    uint32_t *str_slot;                      /* string hash table: id, 0 = empty */
+    uint32_t str_mask;                       /* its slots - 1 */
+    char *arena;                             /* current string arena chunk */
+    size_t arena_used;                       /* bytes used in it */
+    _Atomic(void *) frame_dir[FRAME_CHUNKS]; /* chunks of frame id - 1 -> record */
+    _Atomic uint32_t nframes;                /* frames interned (ids 1..n) */
+    uint32_t *frame_slot;                    /* frame hash table: id, 0 = empty */
+    uint32_t frame_mask;                     /* its slots - 1 */
+    _Atomic size_t bytes;                    /* host memory of everything here */
+    _Atomic uint64_t dropped;                /* frames not interned */
 } pt = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
 
 static uint64_t bytes_hash(const char *s, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ULL;
-    return mix64(h ^ n);
+    return ledger_mix64(h ^ n);
 }
 
 static const char *str_get(uint32_t id)
 {
     if (id == 0 || id > atomic_load_explicit(&pt.nstrings, memory_order_acquire)) return NULL;
     _Atomic(const char *) *chunk =
-        __atomic_load_n(&pt.str_dir[(id - 1) / STR_CHUNK], __ATOMIC_ACQUIRE);
+        atomic_load_explicit(&pt.str_dir[(id - 1) / STR_CHUNK], memory_order_acquire);
     return chunk ? atomic_load_explicit(&chunk[(id - 1) % STR_CHUNK], memory_order_acquire) : NULL;
 }
 
@@ -87,7 +77,15 @@ static const py_frame_rec_t *frame_get(uint32_t id)
     return chunk ? &chunk[(id - 1) % FRAME_CHUNK] : NULL;
 }
 
-/* pre: py_lock.  Doubles a hash table of ids when it would pass half full; 0 ok. */
+/* pre: table_lock, a free slot exists.  Id into its home slot or the next free one. */
+static void slot_put(uint32_t *slot, uint32_t mask, uint64_t h, uint32_t id)
+{
+    uint32_t j = (uint32_t)h & mask;
+    while (slot[j]) j = (j + 1) & mask;
+    slot[j] = id;
+}
+
+/* pre: table_lock.  Doubles a hash table of ids when it would pass half full; 0 ok. */
 static int slots_reserve(uint32_t **slot, uint32_t *mask, uint32_t count,
                          uint64_t (*hash_of)(uint32_t id))
 {
@@ -99,9 +97,7 @@ static int slots_reserve(uint32_t **slot, uint32_t *mask, uint32_t count,
     for (uint32_t i = 0; i < nslots; i++) {
         uint32_t id = (*slot)[i];
         if (!id) continue;
-        uint32_t j = (uint32_t)hash_of(id) & (grown - 1);
-        while (ns[j]) j = (j + 1) & (grown - 1);
-        ns[j] = id;
+        slot_put(ns, grown - 1, hash_of(id), id);
     }
     free(*slot);
     atomic_fetch_add_explicit(&pt.bytes, (size_t)(grown - nslots) * sizeof *ns,
@@ -117,7 +113,20 @@ static uint64_t str_hash_of(uint32_t id)
     return bytes_hash(s, strlen(s));
 }
 
-/* pre: py_lock.  The id of the n bytes at s, 0 when not interned. */
+/* pre: table_lock.  Chunk c of a directory, allocated (n zeroed elements of `size` bytes,
+ * counted) and published when it is missing; NULL when host memory ran out. */
+static void *chunk_at_locked(_Atomic(void *) *dir, uint32_t c, size_t n, size_t size)
+{
+    void *chunk = atomic_load_explicit(&dir[c], memory_order_relaxed);
+    if (chunk) return chunk;
+    chunk = calloc(n, size);
+    if (!chunk) return NULL;
+    atomic_fetch_add_explicit(&pt.bytes, n * size, memory_order_relaxed);
+    atomic_store_explicit(&dir[c], chunk, memory_order_release);
+    return chunk;
+}
+
+/* pre: table_lock.  The id of the n bytes at s, 0 when not interned. */
 static uint32_t str_find_locked(const char *s, size_t n, uint64_t h)
 {
     if (!pt.str_slot) return 0;
@@ -128,7 +137,7 @@ static uint32_t str_find_locked(const char *s, size_t n, uint64_t h)
     return 0;
 }
 
-/* pre: py_lock.  The id of the n bytes at s (no NUL inside), interning them; 0 = no memory. */
+/* pre: table_lock.  The id of the n bytes at s (no NUL inside), interning them; 0 = no memory. */
 static uint32_t str_intern_locked(const char *s, size_t n)
 {
     uint64_t h = bytes_hash(s, n);
@@ -138,14 +147,9 @@ static uint32_t str_intern_locked(const char *s, size_t n)
     if (count + 1 > STR_CHUNK * STR_CHUNKS ||
         slots_reserve(&pt.str_slot, &pt.str_mask, count, str_hash_of) != 0)
         return 0;
-    uint32_t c = count / STR_CHUNK;
-    _Atomic(const char *) *chunk = __atomic_load_n(&pt.str_dir[c], __ATOMIC_RELAXED);
-    if (!chunk) {
-        chunk = calloc(STR_CHUNK, sizeof *chunk);
-        if (!chunk) return 0;
-        atomic_fetch_add_explicit(&pt.bytes, STR_CHUNK * sizeof *chunk, memory_order_relaxed);
-        __atomic_store_n(&pt.str_dir[c], chunk, __ATOMIC_RELEASE);
-    }
+    _Atomic(const char *) *chunk =
+        chunk_at_locked(pt.str_dir, count / STR_CHUNK, STR_CHUNK, sizeof *chunk);
+    if (!chunk) return 0;
     if (!pt.arena || pt.arena_used + n + 1 > ARENA_CHUNK) {
         char *a = malloc(ARENA_CHUNK);
         if (!a) return 0;
@@ -159,15 +163,13 @@ static uint32_t str_intern_locked(const char *s, size_t n)
     pt.arena_used += n + 1;
     atomic_store_explicit(&chunk[count % STR_CHUNK], copy, memory_order_release);
     atomic_store_explicit(&pt.nstrings, count + 1, memory_order_release);
-    uint32_t j = (uint32_t)h & pt.str_mask;
-    while (pt.str_slot[j]) j = (j + 1) & pt.str_mask;
-    pt.str_slot[j] = count + 1;
+    slot_put(pt.str_slot, pt.str_mask, h, count + 1);
     return count + 1;
 }
 
 static uint64_t frame_key_hash(uint32_t file, uint32_t function, uint32_t line)
 {
-    return mix64(((uint64_t)file << 32 | function) ^ mix64(line));
+    return ledger_mix64(((uint64_t)file << 32 | function) ^ ledger_mix64(line));
 }
 
 static uint64_t frame_hash_of(uint32_t id)
@@ -176,7 +178,7 @@ static uint64_t frame_hash_of(uint32_t id)
     return frame_key_hash(r->file, r->function, r->line);
 }
 
-/* pre: py_lock.  The id of (file, function, line), 0 when not interned. */
+/* pre: table_lock.  The id of (file, function, line), 0 when not interned. */
 static uint32_t frame_find_locked(uint32_t file, uint32_t function, uint32_t line)
 {
     if (!pt.frame_slot) return 0;
@@ -188,7 +190,7 @@ static uint32_t frame_find_locked(uint32_t file, uint32_t function, uint32_t lin
     return 0;
 }
 
-/* pre: py_lock.  The id of (file, function, line), interning it; 0 = no memory or ids. */
+/* pre: table_lock.  The id of (file, function, line), interning it; 0 = no memory or ids. */
 static uint32_t frame_intern_locked(uint32_t file, uint32_t function, uint32_t line)
 {
     uint64_t h = frame_key_hash(file, function, line);
@@ -198,19 +200,12 @@ static uint32_t frame_intern_locked(uint32_t file, uint32_t function, uint32_t l
     if (count + 1 > FRAME_CHUNK * FRAME_CHUNKS ||
         slots_reserve(&pt.frame_slot, &pt.frame_mask, count, frame_hash_of) != 0)
         return 0;
-    uint32_t c = count / FRAME_CHUNK;
-    py_frame_rec_t *chunk = atomic_load_explicit(&pt.frame_dir[c], memory_order_relaxed);
-    if (!chunk) {
-        chunk = calloc(FRAME_CHUNK, sizeof *chunk);
-        if (!chunk) return 0;
-        atomic_fetch_add_explicit(&pt.bytes, FRAME_CHUNK * sizeof *chunk, memory_order_relaxed);
-        atomic_store_explicit(&pt.frame_dir[c], chunk, memory_order_release);
-    }
+    py_frame_rec_t *chunk =
+        chunk_at_locked(pt.frame_dir, count / FRAME_CHUNK, FRAME_CHUNK, sizeof *chunk);
+    if (!chunk) return 0;
     chunk[count % FRAME_CHUNK] = (py_frame_rec_t){file, function, line, 0};
     atomic_store_explicit(&pt.nframes, count + 1, memory_order_release);
-    uint32_t j = (uint32_t)h & pt.frame_mask;
-    while (pt.frame_slot[j]) j = (j + 1) & pt.frame_mask;
-    pt.frame_slot[j] = count + 1;
+    slot_put(pt.frame_slot, pt.frame_mask, h, count + 1);
     return count + 1;
 }
 

@@ -89,20 +89,10 @@ static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
 /* ---- hashing ------------------------------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static uint64_t stack_hash(const uintptr_t *frames, int depth)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(depth + 1);
-    for (int i = 0; i < depth; i++) h = mix64(h ^ frames[i]) + (uint64_t)i;
+    for (int i = 0; i < depth; i++) h = ledger_mix64(h ^ frames[i]) + (uint64_t)i;
     return h;
 }
 

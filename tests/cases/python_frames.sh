@@ -15,13 +15,8 @@
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 . "$ROOT/tests/programs/python/python_case_lib.sh"
-need_ledger
-need_jsonschema
+python_case_start
 [ -f "$PYHELPER" ] || fail "$PYHELPER is not built"
-PYS=$(python_list)
-[ -n "$PYS" ] || skip "no CPython interpreter here (Debian's python3 is expected)"
-T=$TMPDIR_CASE
-unset NPUPOOL_SUPPRESS
 
 sites_of() { # the SITE lines of $1 as check_report.py arguments
     awk '$1 == "SITE" { printf "--pysite %s:%s:%s:%s:%s\n", $2, $3, $4, $5, $6 }' "$1"
@@ -133,7 +128,7 @@ if len(want) != 2 or got != want:
 PY
 done
 
-py=$(echo "$PYS" | head -1)
+py=$PY1
 # NPUPOOL_PYTHON_FRAMES=0: native frames only, no Python field
 rm -f "$T"/r-*.json
 NPUPOOL_PYTHON_FRAMES=0 NPUPOOL_REPORT="$T/r-%n.json" run_python "$py" leaks pydll 1 >/dev/null 2>"$T/err" || fail "PYTHON_FRAMES=0"

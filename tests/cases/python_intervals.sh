@@ -5,12 +5,8 @@
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 . "$ROOT/tests/programs/python/python_case_lib.sh"
-need_ledger
-need_jsonschema
-py=$(python_list | head -1)
-[ -n "$py" ] || skip "no CPython interpreter here (Debian's python3 is expected)"
-T=$TMPDIR_CASE
-unset NPUPOOL_SUPPRESS
+python_case_start
+py=$PY1
 growth() { # report, function, file -> "count growth_count growth_bytes" of that Python site
     jq -r --arg f "$2" --arg file "$3" '[.leaks[] | select([.frames[] | select(.python)][0] |
           .function == $f and .file == $file)] |

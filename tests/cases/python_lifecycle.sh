@@ -9,12 +9,7 @@
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 . "$ROOT/tests/programs/python/python_case_lib.sh"
-need_ledger
-need_jsonschema
-PYS=$(python_list)
-[ -n "$PYS" ] || skip "no CPython interpreter here (Debian's python3 is expected)"
-T=$TMPDIR_CASE
-unset NPUPOOL_SUPPRESS
+python_case_start
 mkdir -p "$T/site"
 cat >"$T/site/sitecustomize.py" <<'PY'
 import ctypes

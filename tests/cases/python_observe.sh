@@ -8,12 +8,8 @@
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 . "$ROOT/tests/programs/python/python_case_lib.sh"
-need_ledger
-need_jsonschema
-py=$(python_list | head -1)
-[ -n "$py" ] || skip "no CPython interpreter here (Debian's python3 is expected)"
-T=$TMPDIR_CASE
-unset NPUPOOL_SUPPRESS
+python_case_start
+py=$PY1
 sites() { # the leak sites of a report, comparable across modes
     jq -c '[.leaks[] | {count, bytes, granted_bytes, python_frames,
             py: [.frames[] | select(.python) | [.function, .file, .line]]}] | sort' "$1"

@@ -9,6 +9,10 @@
 # run_python PY ARGS...   tests/programs/python/py_leaks.py ARGS in front of npupool (sanitizer
 #                  runtime first in the asan/tsan variants), in $TMPDIR_CASE, with the fake runtime
 #                  and pyhelper found; stdout and stderr as the caller redirects them
+# python_case_start   the common start of a case that runs Python in front of npupool: skip
+#                  unless the ledger, python3-jsonschema and an interpreter are there; sets PYS
+#                  (python_list), PY1 (the first of them), T (the case's directory); no
+#                  suppressions file from the caller's environment
 # PYDIR            the Python test programs; NP the npupool command
 PYDIR="$ROOT/tests/programs/python"
 NP="$ABS_BUILD/npupool"
@@ -40,6 +44,16 @@ python_missing() {
     for m in 9 10 11 12 13; do
         echo "$have" | grep -qx "3.$m" || printf '3.%s ' "$m"
     done
+}
+
+python_case_start() {
+    need_ledger
+    need_jsonschema
+    PYS=$(python_list)
+    [ -n "$PYS" ] || skip "no CPython interpreter here (Debian's python3 is expected)"
+    PY1=$(echo "$PYS" | head -1)
+    T=$TMPDIR_CASE
+    unset NPUPOOL_SUPPRESS
 }
 
 run_python() {
