@@ -8,7 +8,8 @@
  * Finding the interpreter.  At ledger_init (and, while none is found, at every PROBE_EVERY-th
  * capture of a thread, for interpreters loaded later), Py_IsInitialized is looked up with
  * dlsym(RTLD_DEFAULT), then in any loaded libpython3*.so (RTLD_NOLOAD).  Its version comes from
- * Py_Version (3.11+) or Py_GetVersion; 3.9 to 3.13 are read through the facts of
+ * Py_Version (3.11+) or Py_GetVersion (whose text also tells PyPy apart, whose cpyext exports
+ * CPython's names but not its layouts); CPython 3.9 to 3.13 are read through the facts of
  * ledger_py_layout.h, after checks that refuse builds with another object header (PyCode_Type's
  * type must be PyType_Type at the usual offset) and, on 3.13, any disagreement with the
  * interpreter's own _Py_DebugOffsets or a free-threaded build.  The object that defines it is
@@ -603,15 +604,18 @@ static int resolve(void *h, py_rt_t *rt)
     if (!rt->is_initialized) return FOUND_NONE;
     int major = 0, minor = 0, micro = 0;
     const unsigned long *hex = dls(h, "Py_Version");
+    const char *(*get_version)(void) = (const char *(*)(void))dls(h, "Py_GetVersion");
+    const char *text = get_version ? get_version() : NULL; /* "3.10.13 (main, ...) [GCC ...]" */
     if (hex) {
         major = (int)(*hex >> 24 & 0xff), minor = (int)(*hex >> 16 & 0xff);
         micro = (int)(*hex >> 8 & 0xff);
-    } else {
-        const char *(*get_version)(void) = (const char *(*)(void))dls(h, "Py_GetVersion");
-        if (get_version) sscanf(get_version(), "%d.%d.%d", &major, &minor, &micro);
+    } else if (text) {
+        sscanf(text, "%d.%d.%d", &major, &minor, &micro);
     }
-    snprintf(rt->version, sizeof rt->version, "%d.%d.%d", major, minor, micro);
-    rt->L = major == 3 ? py_layout_of(minor) : NULL;
+    int pypy = text && strstr(text, "PyPy"); /* cpyext exports CPython's names, not its layouts */
+    snprintf(rt->version, sizeof rt->version, "%d.%d.%d%s", major, minor, micro,
+             pypy ? " (PyPy)" : "");
+    rt->L = major == 3 && !pypy ? py_layout_of(minor) : NULL;
     if (!rt->L) return FOUND_UNSUPPORTED;
     rt->unchecked_get = (void *(*)(void))dls(h, minor >= 13 ? "PyThreadState_GetUnchecked"
                                                             : "_PyThreadState_UncheckedGet");
