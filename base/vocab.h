@@ -7,7 +7,7 @@
  *     would not know it, or an id the shim could not learn) is VOCAB_DEVICE_UNKNOWN (-1) from the
  *     hook to the report.
  *   - Entry points: the ACL calls whose allocations the ledger records.
- *   - Origins: who served an allocation.
+ *   - Origins: who served an allocation.  The ledger keeps an origin in 2 bits: at most 4.
  */
 #ifndef NPUPOOL_BASE_VOCAB_H
 #define NPUPOOL_BASE_VOCAB_H
@@ -43,10 +43,11 @@ enum vocab_entry {
 };
 
 /* X(ENUM, "name"): who served an allocation. */
-#define VOCAB_ORIGINS(X)                                                        \
-    X(POOL, "pool")               /* npupool's pool */                          \
-    X(FALLBACK, "fallback")       /* the runtime, because the pool could not */ \
-    X(PASSTHROUGH, "passthrough") /* the runtime, because the pool does not serve this kind */
+#define VOCAB_ORIGINS(X)                                                                       \
+    X(POOL, "pool")               /* npupool's pool */                                         \
+    X(FALLBACK, "fallback")       /* the runtime, because the pool could not */                \
+    X(PASSTHROUGH, "passthrough") /* the runtime, because the pool does not serve this kind */ \
+    X(OBSERVED, "observed")       /* the runtime, because npupool only observes (NPUPOOL_MODE) */
 
 enum vocab_origin {
 #define VOCAB_ORIGIN_ENUM(e, name) VOCAB_FROM_##e,
@@ -54,6 +55,7 @@ enum vocab_origin {
 #undef VOCAB_ORIGIN_ENUM
         VOCAB_ORIGIN_COUNT
 };
+_Static_assert(VOCAB_ORIGIN_COUNT <= 4, "the ledger stores an origin in 2 bits");
 
 static inline const char *vocab_entry_name(enum vocab_entry e)
 {

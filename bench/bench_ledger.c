@@ -13,10 +13,19 @@
  * 2. Writing one report with 1,000,000 live allocations from 10,000 distinct stacks (real return
  *    addresses in this binary, 16 frames each), symbolized and not.  Target: <= 1 s.
  * 3. Ledger host memory per live allocation at 1,000,000 live (limit 64 bytes) and per stack.
+ * 4. Python frames (issue 11): an interpreter is embedded (libpython3.X.so dlopen()ed; no Python
+ *    header: the few functions are looked up by name) and the same pair loop runs inside a C
+ *    function called from Python 20 frames deep, with the GIL held, with Python frames off and
+ *    on (same native stack, so the difference is the Python frames' cost), at depth 32 (all 20
+ *    Python frames kept) and 16; and once from C with the interpreter up but no Python frame.
+ *    Target: <= 2 us per allocation above the native capture.  Not measured when no libpython
+ *    can be loaded (said so).  The variant "bt=16 py-on" before it measures the check alone in
+ *    a process without an interpreter.
  * Timer: CLOCK_MONOTONIC (vDSO); the median of empty timed intervals is subtracted.
  * Usage: bench_ledger [timed_pairs]   (default 200000 per variant)
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <malloc.h>
 #include <math.h>
 #include <stdint.h>
@@ -28,6 +37,7 @@
 #include <unistd.h>
 
 #include "ledger.h"
+#include "ledger_py.h"
 #include "pool.h"
 #include "report.h"
 
@@ -166,7 +176,7 @@ static void run_chunk(void *arg)
     pair_loop(&sub, 0);
 }
 
-static void run_variant(const char *name, enum variant v, int depth, size_t timed,
+static void run_variant(const char *name, enum variant v, int depth, int python, size_t timed,
                         double *median_out)
 {
     enum { LIVE = 1000 };
@@ -181,7 +191,7 @@ static void run_variant(const char *name, enum variant v, int depth, size_t time
     seq_pos = 0;
     for (size_t i = 0; i < LIVE * 64; i++) b.sizes[i] = log_uniform(512, 1u << 20);
     if (v != V_GLIBC) b.pool = pool_create((uintptr_t)1 << 40, (size_t)64 << 30);
-    ledger_init(&(ledger_config_t){.backtrace_depth = depth});
+    ledger_init(&(ledger_config_t){.backtrace_depth = depth, .python_frames = python});
     ledger_clear();
     /* timer overhead */
     uint64_t *e = malloc(100000 * sizeof *e);
@@ -206,7 +216,7 @@ static void run_variant(const char *name, enum variant v, int depth, size_t time
     qsort(b.samples, timed, sizeof *b.samples, cmp_u64);
     double med = (double)b.samples[timed / 2], p99 = (double)b.samples[timed * 99 / 100];
     double p999 = (double)b.samples[timed * 999 / 1000];
-    printf("  %-14s median %7.0f ns   p99 %7.0f ns   p99.9 %7.0f ns\n", name, med, p99, p999);
+    printf("  %-20s median %7.0f ns   p99 %7.0f ns   p99.9 %7.0f ns\n", name, med, p99, p999);
     printf("BENCH_LEDGER pair variant=%s median_ns=%.0f p99_ns=%.0f p999_ns=%.0f\n", name, med, p99,
            p999);
     if (median_out) *median_out = med;
@@ -303,6 +313,104 @@ static void report_bench(void)
     pool_destroy(bench_pool);
 }
 
+/* ---- Python frames ------------------------------------------------------------------------- */
+
+/* The embedded interpreter's API, looked up by name (stable ABI; no Python header). */
+typedef struct py_method_def {
+    const char *ml_name;              /* PyMethodDef.ml_name */
+    void *(*ml_meth)(void *, void *); /* PyCFunction */
+    int ml_flags;                     /* METH_NOARGS */
+    const char *ml_doc;               /* docstring */
+} py_method_def_t;
+#define PY_METH_NOARGS 0x0004
+
+static struct {
+    void (*initialize)(int);                               /* Py_InitializeEx */
+    int (*run)(const char *);                              /* PyRun_SimpleString */
+    void *(*add_module)(const char *);                     /* PyImport_AddModule (borrowed) */
+    void *(*cfunction)(py_method_def_t *, void *, void *); /* PyCFunction_NewEx */
+    int (*set_attr)(void *, const char *, void *);         /* PyObject_SetAttrString */
+    void *(*from_long)(long);                              /* PyLong_FromLong */
+    size_t timed;                                          /* pairs per variant */
+    double med[4];                                         /* bt=32 off/on, bt=16 off/on */
+    int frames_seen;                                       /* Python frames in one captured stack */
+} pyb;
+
+static int count_python_frames(void)
+{
+    const uintptr_t *fr;
+    int n = ledger_stack_frames(ledger_stack_capture(0), &fr), py = 0;
+    ledger_py_frame_t f;
+    for (int i = 0; i < n; i++) py += ledger_py_frame(fr[i], &f);
+    return py;
+}
+
+/* Called from Python, 20 Python frames deep, with the GIL held. */
+static void *python_pairs(void *self, void *unused)
+{
+    (void)self;
+    (void)unused;
+    run_variant("py20 bt=32 py-off", V_LEDGER, 32, 0, pyb.timed, &pyb.med[0]);
+    run_variant("py20 bt=32 py-on", V_LEDGER, 32, 1, pyb.timed, &pyb.med[1]);
+    pyb.frames_seen = count_python_frames();
+    run_variant("py20 bt=16 py-off", V_LEDGER, 16, 0, pyb.timed, &pyb.med[2]);
+    run_variant("py20 bt=16 py-on", V_LEDGER, 16, 1, pyb.timed, &pyb.med[3]);
+    return pyb.from_long(0);
+}
+
+static void python_bench(size_t timed)
+{
+    static const char *const libs[] = {"libpython3.13.so.1.0", "libpython3.12.so.1.0",
+                                       "libpython3.11.so.1.0", "libpython3.10.so.1.0",
+                                       "libpython3.9.so.1.0"};
+    const char *want = getenv("BENCH_LIBPYTHON");
+    void *h = want ? dlopen(want, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    for (size_t i = 0; !h && !want && i < sizeof libs / sizeof libs[0]; i++)
+        h = dlopen(libs[i], RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+        printf("  not measured: no libpython3.9..3.13 could be loaded (BENCH_LIBPYTHON=path)\n");
+        return;
+    }
+    pyb.initialize = (void (*)(int))dlsym(h, "Py_InitializeEx");
+    pyb.run = (int (*)(const char *))dlsym(h, "PyRun_SimpleString");
+    pyb.add_module = (void *(*)(const char *))dlsym(h, "PyImport_AddModule");
+    pyb.cfunction = (void *(*)(py_method_def_t *, void *, void *))dlsym(h, "PyCFunction_NewEx");
+    pyb.set_attr = (int (*)(void *, const char *, void *))dlsym(h, "PyObject_SetAttrString");
+    pyb.from_long = (void *(*)(long))dlsym(h, "PyLong_FromLong");
+    if (!pyb.initialize || !pyb.run || !pyb.add_module || !pyb.cfunction || !pyb.set_attr ||
+        !pyb.from_long) {
+        printf("  not measured: the loaded libpython lacks the embedding API\n");
+        return;
+    }
+    pyb.timed = timed;
+    pyb.initialize(0); /* this thread holds the GIL from here on */
+    double none;
+    run_variant("interp, 0 py frames", V_LEDGER, 32, 1, timed, &none);
+    ledger_py_status_t st;
+    ledger_py_status(&st);
+    if (!st.supported) {
+        printf("  not measured: Python %s is not one npupool reads\n", st.version);
+        return;
+    }
+    static py_method_def_t def = {"pairs", python_pairs, PY_METH_NOARGS, NULL};
+    void *fn = pyb.cfunction(&def, NULL, NULL);
+    if (!fn || pyb.set_attr(pyb.add_module("__main__"), "pairs", fn) != 0 ||
+        pyb.run("def rec(n):\n"
+                "    return pairs() if n == 0 else rec(n - 1)\n"
+                "rec(18)\n") != 0) { /* <module> + rec(18) .. rec(0): 20 Python frames */
+        printf("  not measured: the Python side failed\n");
+        return;
+    }
+    printf("  Python %s; a stack captured in the loop holds %d Python frames\n", st.version,
+           pyb.frames_seen);
+    printf("  Python frames cost: %.0f ns per allocation with 20 frames (bt=32), %.0f ns with 16 "
+           "(bt=16), over the same native capture; target 2000 ns: %s\n",
+           pyb.med[1] - pyb.med[0], pyb.med[3] - pyb.med[2],
+           pyb.med[1] - pyb.med[0] <= 2000 ? "met" : "MISSED");
+    printf("BENCH_LEDGER python version=%s frames=%d cost32_ns=%.0f cost16_ns=%.0f\n", st.version,
+           pyb.frames_seen, pyb.med[1] - pyb.med[0], pyb.med[3] - pyb.med[2]);
+}
+
 int main(int argc, char **argv)
 {
     size_t timed = argc > 1 ? strtoul(argv[1], NULL, 10) : 200000;
@@ -314,15 +422,20 @@ int main(int argc, char **argv)
            "pairs\n",
            timed);
     double glibc, off, d16, d32;
-    run_variant("glibc", V_GLIBC, 0, timed, &glibc);
-    run_variant("pool", V_POOL, 0, timed, NULL);
-    run_variant("ledger bt=0", V_LEDGER, 0, timed, &off);
-    run_variant("ledger bt=16", V_LEDGER, 16, timed, &d16);
-    run_variant("ledger bt=32", V_LEDGER, 32, timed, &d32);
+    double d16_py;
+    run_variant("glibc", V_GLIBC, 0, 0, timed, &glibc);
+    run_variant("pool", V_POOL, 0, 0, timed, NULL);
+    run_variant("ledger bt=0", V_LEDGER, 0, 0, timed, &off);
+    run_variant("ledger bt=16", V_LEDGER, 16, 0, timed, &d16);
+    run_variant("ledger bt=16 py-on", V_LEDGER, 16, 1, timed, &d16_py);
+    run_variant("ledger bt=32", V_LEDGER, 32, 0, timed, &d32);
     printf("  backtrace cost: %.0f ns at 16 frames, %.0f ns at 32 (medians over backtraces off); "
            "default depth %s the 400 ns target\n",
            d16 - off, d32 - off, d16 <= 400 ? "meets" : "MISSES");
+    printf("  Python frames on, no interpreter in the process: %+.0f ns (bt=16)\n", d16_py - d16);
     printf("bench_ledger: report writing and memory\n");
     report_bench();
+    printf("bench_ledger: Python frames (an embedded interpreter)\n");
+    python_bench(timed);
     return 0;
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
 # examples/demo.sh — `make demo`: the sample service twice on the fake runtime, first alone, then
-# with LD_PRELOAD=libnpupool.so, and what changed; then npupool's own report of the second run.
+# with LD_PRELOAD=libnpupool.so, and what changed; then npupool's own report of the second run;
+# then a Python service (examples/python/) whose leak the report names by its Python line.
 set -eu
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,4 +39,27 @@ if [ -f "$final" ] && [ -x "$BUILD/npupool" ]; then
     echo "   full stacks:    $BUILD/npupool leaks $final"
     echo "   pool picture:   $BUILD/npupool map $final -o $OUT/map.svg"
     "$BUILD/npupool" map "$final" -o "$OUT/map.svg" >/dev/null && echo "   (written: $OUT/map.svg)"
+fi
+
+# A Python service (examples/python/: ctypes.CDLL releases the GIL around each call, as a
+# torch_npu operator does): its leak named by its Python line, in observe mode (the runtime
+# serves every allocation) and in pool mode.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3 || true)
+if [ -n "$PY" ] && [ -x "$BUILD/npupool" ]; then
+    echo
+    echo "== 5. a Python service ($PY examples/python/serve.py), NPUPOOL_MODE=observe and pool"
+    for mode in observe pool; do
+        FAKEACL_STATS="$OUT/stats-py-$mode" NPUPOOL_MODE=$mode NPUPOOL_REPORT="$OUT/py-$mode-%n.json" \
+            LD_PRELOAD="$ROOT/$BUILD/libnpupool.so" "$PY" examples/python/serve.py 2000
+    done
+    printf '%-38s %12s %12s\n' "" "observe" "pool"
+    printf '%-38s %12s %12s\n' device_allocs "$(counter device_allocs "$OUT/stats-py-observe")" \
+        "$(counter device_allocs "$OUT/stats-py-pool")"
+    echo
+    echo "   npupool summary $OUT/py-observe-1.json (the report at aclFinalize):"
+    "$BUILD/npupool" summary "$OUT/py-observe-1.json" | sed -n '/top leak sites/,$p'
+    echo
+    echo "   the same leak in pool mode: $BUILD/npupool leaks $OUT/py-pool-1.json"
+    "$BUILD/npupool" leaks "$OUT/py-pool-1.json" | sed -n '3p'
 fi

@@ -441,7 +441,7 @@ size_t ledger_collect_sites(ledger_site_t **out, uint64_t after_seq)
             site->count++;
             site->requested_bytes += r->requested;
             site->granted_bytes += r->granted;
-            site->by_origin[r->origin < VOCAB_ORIGIN_COUNT ? r->origin : 0]++;
+            site->by_origin[r->origin]++; /* 2 bits: every value names an origin (vocab.h) */
             if (r->seq < site->oldest_seq) {
                 site->oldest_seq = r->seq;
                 site->oldest_time_ns = r->time_ns;
@@ -572,5 +572,5 @@ void ledger_init(const ledger_config_t *cfg)
 {
     pthread_once(&shards_once, shards_init);
     if (cfg->dlsym) atomic_store_explicit(&g_dlsym, cfg->dlsym, memory_order_release);
-    ledger_stack_init(cfg->backtrace_depth);
+    ledger_stack_init(cfg->backtrace_depth, cfg->python_frames);
 }

@@ -51,13 +51,15 @@ typedef void *(*ledger_dlsym_fn)(void *handle, const char *name);
 
 typedef struct ledger_config {
     int backtrace_depth;   /* frames kept per stack, 0 = capture off (NPUPOOL_BACKTRACE_DEPTH) */
+    int python_frames;     /* 1: Python frames too when an interpreter is found (ledger_py.h) */
     ledger_dlsym_fn dlsym; /* see above */
 } ledger_config_t;
 
-/* Once at start-up (idempotent; a second call only changes the depth).  depth 0 = capture off.
- * Opens libunwind (dlopen of libunwind.so.8, RTLD_LOCAL) and unwinds once so that its caches and
- * lazy bindings are warm before the first allocation.  When libunwind cannot be loaded, capture
- * stays off and one `npupool:` line says so. */
+/* Once at start-up (idempotent; a second call only changes the depth and the Python switch).
+ * depth 0 = capture off.  Opens libunwind (dlopen of libunwind.so.8, RTLD_LOCAL) and unwinds once
+ * so that its caches and lazy bindings are warm before the first allocation.  When libunwind
+ * cannot be loaded, capture stays off and one `npupool:` line says so.  With python_frames, looks
+ * for a CPython interpreter in the process (ledger_py.h). */
 void ledger_init(const ledger_config_t *cfg);
 /* The dlsym the ledger was given (never NULL after ledger_init): the report layer opens libdw
  * with it too. */

@@ -4,7 +4,9 @@
  * ledger.h).  The walk itself is ledger_unwind.c's (libunwind, loaded privately and guarded).
  *
  * Capture: leading frames inside the npupool shared object (its PT_LOAD range, found once at
- * init) are dropped, then `skip` more, then at most `depth` frames are interned.
+ * init) are dropped, then `skip` more, then at most `depth` frames are interned.  When an
+ * interpreter is in the process, ledger_py.c merges the thread's Python frames into what is left
+ * and appends its mark (ledger_py.h) before interning; the table here only sees uintptr_t values.
  *
  * Interning: a stack is {hash, depth, id, frames[]} in an append-only arena.  The directory maps
  * an id to its stack: DIR_CHUNKS chunks of DIR_CHUNK atomic pointers, allocated on demand and never
@@ -34,6 +36,7 @@
 #include "elf_dyn.h"
 #include "ledger.h"
 #include "ledger_internal.h"
+#include "ledger_py.h"
 #include "log.h"
 
 #define DIR_CHUNK 1024u         /* stack pointers per directory chunk */
@@ -86,20 +89,10 @@ static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
 /* ---- hashing ------------------------------------------------------------------------------- */
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
 static uint64_t stack_hash(const uintptr_t *frames, int depth)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(depth + 1);
-    for (int i = 0; i < depth; i++) h = mix64(h ^ frames[i]) + (uint64_t)i;
+    for (int i = 0; i < depth; i++) h = ledger_mix64(h ^ frames[i]) + (uint64_t)i;
     return h;
 }
 
@@ -275,7 +268,10 @@ LEDGER_HIDDEN int ledger_stack_check(char *why, size_t why_len)
         }
     }
     pthread_mutex_unlock(&st.lock);
-    return bad;
+    char pwhy[160];
+    int pbad = ledger_py_table_check(pwhy, sizeof pwhy);
+    if (pbad && !bad && why) snprintf(why, why_len, "%s", pwhy);
+    return bad + pbad;
 }
 
 /* ---- capture ------------------------------------------------------------------------------- */
@@ -301,7 +297,7 @@ static void self_range_once(void)
     dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&ledger_stack_capture);
 }
 
-LEDGER_HIDDEN void ledger_stack_init(int backtrace_depth)
+LEDGER_HIDDEN void ledger_stack_init(int backtrace_depth, int python_frames)
 {
     if (backtrace_depth < 0) backtrace_depth = 0;
     if (backtrace_depth > LEDGER_MAX_DEPTH) backtrace_depth = LEDGER_MAX_DEPTH;
@@ -309,6 +305,7 @@ LEDGER_HIDDEN void ledger_stack_init(int backtrace_depth)
         pthread_once(&self_once, self_range_once);
         ledger_unwind_load();
     }
+    ledger_py_init(backtrace_depth > 0 && python_frames);
     atomic_store_explicit(&g_depth, backtrace_depth, memory_order_release);
 }
 
@@ -341,6 +338,11 @@ __attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
     while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
     i += skip;
     if (i >= n) return 0;
+    if (ledger_py_active()) { /* after the unwind, no lock held: Python frames and the mark */
+        uintptr_t mixed[LEDGER_MAX_DEPTH];
+        int m = ledger_py_splice((const uintptr_t *)&buf[i], n - i, depth, mixed, LEDGER_MAX_DEPTH);
+        if (m > 0) return ledger_stack_intern(mixed, m);
+    }
     int keep = n - i < depth ? n - i : depth;
     return ledger_stack_intern((const uintptr_t *)&buf[i], keep);
 }
@@ -370,6 +372,19 @@ void ledger_stack_fork_gate_child(void)
     atomic_store(&fork_gate, 0);
 }
 
-LEDGER_HIDDEN void ledger_stack_fork_lock(void) { pthread_mutex_lock(&st.lock); }
-LEDGER_HIDDEN void ledger_stack_fork_unlock(void) { pthread_mutex_unlock(&st.lock); }
-LEDGER_HIDDEN void ledger_stack_fork_reinit(void) { pthread_mutex_init(&st.lock, NULL); }
+/* The stack table's lock, then the Python tables' (never held together elsewhere). */
+LEDGER_HIDDEN void ledger_stack_fork_lock(void)
+{
+    pthread_mutex_lock(&st.lock);
+    ledger_py_fork_lock();
+}
+LEDGER_HIDDEN void ledger_stack_fork_unlock(void)
+{
+    ledger_py_fork_unlock();
+    pthread_mutex_unlock(&st.lock);
+}
+LEDGER_HIDDEN void ledger_stack_fork_reinit(void)
+{
+    pthread_mutex_init(&st.lock, NULL);
+    ledger_py_fork_reinit();
+}

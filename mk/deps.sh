@@ -32,7 +32,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 OPTIONAL=""
 case $MODE in
 build) PIECES="cc libunwind cjson elfutils binutils" ;;
-test) PIECES="cmocka cxx python3 jsonschema jq rsvg valgrind" OPTIONAL="promtool" ;;
+test) PIECES="cmocka cxx python3 jsonschema pydev jq rsvg valgrind" OPTIONAL="promtool" ;;
 emu) PIECES="qemu" ;;
 *) echo "mk/deps.sh: unknown mode '$MODE' (build, test or emu)" >&2; exit 2 ;;
 esac
@@ -49,6 +49,7 @@ about() {
     cxx) echo "a C++ compiler ($CXX)|g++|gcc-c++" ;;
     python3) echo "python3|python3|python3" ;;
     jsonschema) echo "python3's jsonschema module|python3-jsonschema|python3-jsonschema" ;;
+    pydev) echo "python3's C headers (Python.h; tests/cases/python_layout.sh)|python3-dev|python3-devel" ;;
     jq) echo "jq|jq|jq" ;;
     rsvg) echo "rsvg-convert|librsvg2-bin|librsvg2-tools" ;;
     valgrind) echo "valgrind|valgrind|valgrind" ;;
@@ -99,6 +100,12 @@ probe() {
         py=python3
         [ -x /usr/bin/python3 ] && py=/usr/bin/python3
         ! broken jsonschema && "$py" -c 'import jsonschema' 2>/dev/null
+        ;;
+    pydev) # the headers of the interpreter the cases use, with its internal ones
+        py=python3
+        [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+        inc=$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null) &&
+            ! broken pydev && [ -f "$inc/Python.h" ] && [ -d "$inc/internal" ]
         ;;
     rsvg) ! broken rsvg && have rsvg-convert ;;
     qemu) ! broken qemu && { have qemu-aarch64 || have qemu-aarch64-static; } ;;

@@ -25,6 +25,7 @@
 #include "report_cjson.h"
 #include "buildid.h"
 #include "fmt.h"
+#include "ledger_py.h"
 #include "rank.h"
 #include "symbolize.h"
 #include "version.h"
@@ -551,7 +552,9 @@ static cJSON *build_frames_checked(jb_t *b, symbolizer_t *sym, uint32_t stack_id
     t->n = 0;
     t->oom = 0;
     tb_put(t, "[", 1);
+    int written = 0;
     for (int i = 0; i < depth; i++) {
+        if (ledger_py_is_mark(pcs[i])) continue; /* said by "python_frames" */
         symbolize_frame_t f;
         if (sym) {
             symbolize_lookup(sym, pcs[i], &f);
@@ -560,11 +563,24 @@ static cJSON *build_frames_checked(jb_t *b, symbolizer_t *sym, uint32_t stack_id
             f.pc = pcs[i];
             f.offset = pcs[i] - 1;
         }
-        if (sup && suppressed && !*suppressed && suppress_match(sup, f.function, f.module) >= 0)
+        /* a Python frame's file stands where a native frame's module does for "module:" rules */
+        if (sup && suppressed && !*suppressed &&
+            suppress_match(sup, f.function, f.python ? f.file : f.module) >= 0)
             *suppressed = 1;
         char num[64];
-        tb_str(t, i ? ",\n{\"function\": " : "\n{\"function\": ");
+        tb_str(t, written++ ? ",\n{\"function\": " : "\n{\"function\": ");
         tb_json_string(t, f.function);
+        if (f.python) {
+            tb_str(t, ", \"module\": null, \"offset\": null, \"file\": ");
+            tb_json_string(t, f.file);
+            if (f.line > 0)
+                snprintf(num, sizeof num, ", \"line\": %d, ", f.line);
+            else
+                snprintf(num, sizeof num, ", \"line\": null, ");
+            tb_str(t, num);
+            tb_str(t, "\"build_id\": null, \"address\": null, \"python\": true}");
+            continue;
+        }
         tb_str(t, ", \"module\": ");
         tb_json_string(t, f.module);
         snprintf(num, sizeof num, ", \"offset\": %lu, \"file\": ", (unsigned long)f.offset);
@@ -599,6 +615,16 @@ static const report_baseline_entry_t *baseline_find(const report_input_t *in, in
 {
     report_baseline_entry_t key = {device, stack, 0, 0};
     return in->nbase ? bsearch(&key, in->base, in->nbase, sizeof key, base_cmp) : NULL;
+}
+
+/* "python_frames": which Python frames the capture of a stack could see (absent when the process
+ * had no interpreter then, or Python frames were off). */
+static void python_frames(jb_t *b, cJSON *o, uint32_t stack_id)
+{
+    const uintptr_t *pcs;
+    int depth = ledger_stack_frames(stack_id, &pcs);
+    const char *seen = ledger_py_seen_name(ledger_py_stack_seen(pcs, depth));
+    if (seen) ref(b, o, "python_frames", seen);
 }
 
 static cJSON *build_frames(jb_t *b, symbolizer_t *sym, uint32_t stack_id, tbuf_t *t)
@@ -640,6 +666,7 @@ static cJSON *build_leaks(jb_t *b, const report_input_t *in, symbolizer_t *sym, 
         int suppressed = 0;
         add(b, o, "frames",
             build_frames_checked(b, sym, s->stack_id, t, in->suppress, &suppressed));
+        python_frames(b, o, s->stack_id);
         if (in->suppress) add(b, o, "suppressed", cJSON_CreateBool(suppressed));
         if (suppressed)
             res->suppressed_bytes += s->requested_bytes;
@@ -669,6 +696,7 @@ static cJSON *build_oom(jb_t *b, const report_input_t *in, symbolizer_t *sym, tb
     num(b, j, "stack_id", o->stack_id);
     unum(b, j, "reports_suppressed", in->oom_suppressed);
     add(b, j, "frames", build_frames(b, sym, o->stack_id, t));
+    python_frames(b, j, o->stack_id);
     return j;
 }
 
@@ -719,6 +747,7 @@ static cJSON *build_refusals(jb_t *b, const report_input_t *in, symbolizer_t *sy
         add(b, last, "reported", cJSON_CreateBool(r->last.reported));
         unum(b, last, "stack_id", o->stack_id);
         add(b, last, "frames", build_frames(b, sym, o->stack_id, t));
+        python_frames(b, last, o->stack_id);
     }
     return j;
 }
@@ -735,6 +764,17 @@ static cJSON *build_ledger(jb_t *b, const report_input_t *in)
     unum(b, j, "stack_bytes", m.stack_bytes);
     unum(b, j, "stacks_dropped", m.stacks_dropped);
     num(b, j, "backtrace_depth", in->backtrace_depth);
+    ledger_py_status_t py;
+    ledger_py_status(&py);
+    cJSON *pj = add(b, j, "python", py.found ? cJSON_CreateObject() : cJSON_CreateNull());
+    if (pj && py.found) {
+        str(b, pj, "version", py.version);
+        add(b, pj, "frames_read", cJSON_CreateBool(py.supported));
+        unum(b, pj, "frames", py.frames);
+        unum(b, pj, "strings", py.strings);
+        unum(b, pj, "host_bytes", py.bytes);
+        unum(b, pj, "frames_dropped", py.frames_dropped);
+    }
     unum(b, j, "reports_written", in->stats->written);
     unum(b, j, "reports_failed", in->stats->failed);
     return j;

@@ -19,6 +19,7 @@
 #include "buildid.h"
 #include "elf_dyn.h"
 #include "ledger.h"
+#include "ledger_py.h"
 #include "symbolize.h"
 
 /* ---- libdw, loaded on demand ------------------------------------------------------------------ */
@@ -287,6 +288,14 @@ static void lookup(symbolizer_t *s, uintptr_t pc, symbolize_frame_t *f)
 {
     memset(f, 0, sizeof *f);
     f->pc = pc;
+    ledger_py_frame_t py;
+    if (ledger_py_frame(pc, &py)) { /* the strings live as long as the process */
+        f->python = 1;
+        f->function = py.function;
+        f->file = py.file;
+        f->line = (int)py.line;
+        return;
+    }
     uintptr_t addr = pc ? pc - 1 : 0; /* the call instruction, not the one after it */
     module_t *m = (module_t *)module_of(s, addr);
     if (!m) {

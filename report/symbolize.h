@@ -14,8 +14,11 @@
  * libdw, names come from dladdr (dynamic symbols only) and there is no file:line.
  * C++ names are demangled when the process has __cxa_demangle (libstdc++ loaded).
  *
- * Every frame keeps module, module-relative offset and build id, so a report can be symbolized
- * again elsewhere (`npupool symbolize`).  `offset` is the call site: (return address - 1) minus
+ * A Python frame of a stack (ledger_py.h: a tagged value, never an address) is answered from the
+ * ledger's Python frame table: function (qualified name), file and line, `python` set, no module.
+ *
+ * Every native frame keeps module, module-relative offset and build id, so a report can be
+ * symbolized again elsewhere (`npupool symbolize`).  `offset` is the call site: (return address - 1) minus
  * the module's load bias, i.e. an address to give to `addr2line -e MODULE` as is.
  *
  * Not thread-safe: one thread uses a symbolizer (the report writer, under the report lock).
@@ -34,6 +37,7 @@ typedef struct sym_frame {
     const char *file;     /* source file, NULL when the module has no line information */
     int line;             /* source line, 0 when unknown */
     const char *build_id; /* GNU build id as lowercase hex, NULL when the module has none */
+    int python;           /* 1: a Python frame (function, file, line from ledger_py.h) */
 } symbolize_frame_t;
 
 typedef struct symbolizer symbolizer_t;
@@ -41,7 +45,8 @@ typedef struct symbolizer symbolizer_t;
 /* names: 1 = function names (+ file:line with libdw), 0 = module/offset/build id only.
  * Returns NULL only when host memory ran out. */
 symbolizer_t *symbolize_open(int names);
-/* Answer for one return address (cached); the strings in *out live until symbolize_close(). */
+/* Answer for one return address or Python frame value (cached); the strings in *out live until
+ * symbolize_close(). */
 void symbolize_lookup(symbolizer_t *s, uintptr_t pc, symbolize_frame_t *out);
 void symbolize_close(symbolizer_t *s);
 

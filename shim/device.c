@@ -268,6 +268,7 @@ pool_t *device_pool_pin_or_create(int device)
     shim_device_t *d = &shim_devices[device];
     pool_t *pool = device_pool_pin(device);
     if (pool) return pool;
+    if (npupool_config.mode == NPUPOOL_MODE_OBSERVE) return NULL; /* observe: never a pool */
     real_resolve_all(); /* no loader lock may be needed while others wait for us: see real.h */
     pthread_mutex_lock(&shim_devices_lock);
     while (d->creating) pthread_cond_wait(&shim_devices_cond, &shim_devices_lock);

@@ -18,6 +18,12 @@
  * Give-back: when the runtime answers 207001 to a request that does not go to the pool (a
  * pass-through, a fallback, an application's aclrtMallocPhysical or aclrtReserveMemAddress), the
  * device's pool gives free chunks back (device_give_back) and the call is retried once.
+ * NPUPOOL_MODE=observe: every request goes to the runtime with the application's own arguments
+ * and its answer is returned unchanged; successful ones are recorded (origin "observed") and
+ * their frees forwarded; a refusal with 207001 gets the `oom` report (kind "runtime"); no pool
+ * exists, aclrtGetMemInfo is the runtime's.  The thresholds then
+ * measure the bytes a device's live observed allocations hold against its total HBM (asked once
+ * per device, at its first observed allocation, with no npupool lock held).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -110,11 +116,53 @@ static aclError record_forwarded(enum vocab_entry e, void **dev_ptr, size_t size
     if (origin == VOCAB_FROM_FALLBACK) {
         wire_counter_add(c, fallback_allocs, 1);
         wire_counter_add(c, fallback_bytes, granted);
-    } else {
+    } else if (origin == VOCAB_FROM_PASSTHROUGH) {
         wire_counter_add(c, passthrough_allocs, 1);
     }
     observe_alloc((uintptr_t)*dev_ptr, device, size, granted, e, origin, stack);
     return rc;
+}
+
+/* Observe mode's threshold figures per device: its total HBM (0 = not asked yet or unknown) and
+ * the granted bytes of its live observed allocations.  Atomics, no lock. */
+static size_t observed_total[NPUPOOL_MAX_DEVICES];
+static size_t observed_live[NPUPOOL_MAX_DEVICES];
+
+/* Observe mode: forward, record, and tell the thresholds.  No npupool lock held. */
+static aclError observe_only(enum vocab_entry e, void **dev_ptr, size_t size, size_t granted,
+                             aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg, int device,
+                             uint32_t stack)
+{
+    int known = vocab_device_known(device);
+    if (known && !__atomic_load_n(&observed_total[device], __ATOMIC_RELAXED) &&
+        REAL(aclrtGetMemInfo)) {
+        size_t free_b = 0, total_b = 0;
+        if (REAL(aclrtGetMemInfo)(ACL_HBM_MEM, &free_b, &total_b) == ACL_SUCCESS)
+            __atomic_store_n(&observed_total[device], total_b, __ATOMIC_RELAXED);
+    }
+    aclError rc = record_forwarded(e, dev_ptr, size, granted, policy, cfg, device,
+                                   VOCAB_FROM_OBSERVED, stack);
+    if (rc == ACL_ERROR_RT_MEMORY_ALLOCATION) { /* the runtime's own OOM: its post-mortem */
+        wire_counter_add(shim_counters_of(device), ooms, 1);
+        observe_oom(e, device, size, granted, NULL, stack);
+    }
+    if (rc == ACL_SUCCESS && known) {
+        size_t live = __atomic_add_fetch(&observed_live[device], granted, __ATOMIC_RELAXED);
+        observe_usage(device, live, __atomic_load_n(&observed_total[device], __ATOMIC_RELAXED));
+    }
+    return rc;
+}
+
+/* An observed allocation was freed (or its device reset: granted = every byte). */
+static void observed_gone(int device, size_t granted)
+{
+    if (!vocab_device_known(device)) return;
+    size_t live = __atomic_load_n(&observed_live[device], __ATOMIC_RELAXED), left;
+    do {
+        left = live > granted ? live - granted : 0;
+    } while (!__atomic_compare_exchange_n(&observed_live[device], &live, left, 1, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    observe_usage(device, left, __atomic_load_n(&observed_total[device], __ATOMIC_RELAXED));
 }
 
 static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
@@ -133,6 +181,8 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     uint32_t stack = observe_capture_stack();                /* before any lock */
     size_t granted = e == VOCAB_MALLOC_ALIGN32 ? ACL_ALIGN32_SIZE(size) : ACL_PADDED_SIZE(size);
     if (size > SIZE_MAX / 2) granted = SIZE_MAX / 2; /* cannot be served; keeps the sums sane */
+    if (npupool_config.mode == NPUPOOL_MODE_OBSERVE)
+        return observe_only(e, dev_ptr, size, granted, policy, cfg, vocab_device(device), stack);
     if (!vocab_device_known(device) || !policy_is_poolable(policy) ||
         (e == VOCAB_MALLOC_WITH_CFG && cfg_names_other_device(cfg, device)))
         return record_forwarded(e, dev_ptr, size, granted, policy, cfg, vocab_device(device),
@@ -250,6 +300,8 @@ static aclError shim_free(void *dev_ptr, int sync)
         if (rec.origin == VOCAB_FROM_FALLBACK) {
             wire_counter_add(c, fallback_frees, 1);
             wire_gauge_sub(&c->fallback_bytes, rec.granted);
+        } else if (rec.origin == VOCAB_FROM_OBSERVED) {
+            observed_gone(rec.device, rec.granted);
         }
         return rc;
     }
@@ -285,7 +337,9 @@ EXPORT aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
     shim_ensure_init();
     if (!REAL(aclrtGetMemInfo)) return ACL_ERROR_UNINITIALIZE;
     aclError rc = REAL(aclrtGetMemInfo)(attr, free, total);
-    if (rc != ACL_SUCCESS || npupool_config.disable || !attr_is_device_hbm(attr)) return rc;
+    if (rc != ACL_SUCCESS || npupool_config.disable || !attr_is_device_hbm(attr) ||
+        npupool_config.mode == NPUPOOL_MODE_OBSERVE) /* no pool: the runtime's figures */
+        return rc;
     int device = -1;
     if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS ||
         !vocab_device_known(device))
@@ -315,6 +369,7 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
         size_t dropped = foreign_drop_device(deviceId);
         wire_counters_t *c = &shim_devices[deviceId].counters;
         __atomic_store_n(&c->fallback_bytes, 0, __ATOMIC_RELAXED);
+        if (npupool_config.mode == NPUPOOL_MODE_OBSERVE) observed_gone(deviceId, SIZE_MAX);
         observe_after_reset(deviceId);
         log_info("device %d reset: pool dropped, %zu forwarded allocations forgotten", deviceId,
                  dropped);

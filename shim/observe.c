@@ -121,6 +121,10 @@ void observe_oom(enum vocab_entry e, int device, size_t requested, size_t grante
     if (why) {
         kind = pool_refusal_name(why->kind);
         pool_refusal_describe(why, reason, sizeof reason);
+    } else if (npupool_config.mode == NPUPOOL_MODE_OBSERVE) {
+        kind = "runtime";
+        snprintf(reason, sizeof reason,
+                 "runtime: the runtime refused the request (observe mode: npupool holds no pool)");
     } else {
         kind = "no pool";
         snprintf(reason, sizeof reason,

@@ -26,7 +26,7 @@ int observe_forget(uintptr_t addr, int device, int traced);
 void observe_usage(int device, size_t allocated, size_t reserved);
 /* A request is being refused with 207001: one stderr line and an `oom` report, both with the
  * pool's classification of the refusal (`why`, filled by pool_alloc under the lock that refused;
- * NULL when the device has no pool). */
+ * NULL when the device has no pool, or in observe mode, where the runtime refused it). */
 void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted,
                  const pool_refusal_t *why, uint32_t stack);
 void observe_before_reset(int device);

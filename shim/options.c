@@ -30,7 +30,10 @@ typedef enum option_type {
     OPT_LEVEL,   /* int: error, warn, info, debug */
     OPT_SIGNAL,  /* int: a signal by number or name, 0 = none */
     OPT_PATTERN, /* const char *: a path pattern, "" = unset */
+    OPT_MODE,    /* int: enum npupool_mode, by name */
 } option_type_t;
+
+static const char *const mode_names[] = {"pool", "observe"}; /* enum npupool_mode */
 
 #define OPT_ZERO_OFF 1u /* 0 is accepted below the range and means "off" */
 #define OPT_MIN_OPEN 2u /* the range excludes its minimum */
@@ -66,13 +69,21 @@ static const option_def_t option_table[] = {
      "granularity): the unit of mapping, give-back and stitching"},
     {"NPUPOOL_FALLBACK", OPT_BOOL, FIELD(fallback), "1", 0, 1, 0,
      "1: a request the pool cannot serve goes to the real runtime; 0: refused with 207001"},
+    {"NPUPOOL_MODE", OPT_MODE, FIELD(mode), "pool", 0, 0, 0,
+     "`pool`: the pool serves allocations; `observe`: every allocation goes to the runtime "
+     "unchanged (no reservation, no pool) while the ledger, reports, trace and thresholds "
+     "(against the device's total HBM) work as in pool mode"},
     {"NPUPOOL_DISABLE", OPT_BOOL, FIELD(disable), "0", 0, 1, 0,
      "1: pure pass-through, npupool does nothing"},
     {"NPUPOOL_LOG", OPT_LEVEL, FIELD(log_level), "warn", 0, 3, 0,
      "stderr verbosity: `error`, `warn` (also one line per report written, with its path), "
      "`info`, `debug`; lines start `npupool[PID]:`, then `rank N:` when known"},
     {"NPUPOOL_BACKTRACE_DEPTH", OPT_INT, FIELD(ledger.backtrace_depth), "16", 0, 128, 0,
-     "frames recorded per allocation site; 0 turns backtraces off"},
+     "frames recorded per allocation site (native frames, and as many Python frames); 0 turns "
+     "backtraces off"},
+    {"NPUPOOL_PYTHON_FRAMES", OPT_BOOL, FIELD(ledger.python_frames), "1", 0, 1, 0,
+     "1: in a CPython 3.9-3.13 process, stacks carry the Python frames of the allocating thread "
+     "(file, function, line; never taking the GIL); 0: native frames only"},
     {"NPUPOOL_REPORT", OPT_PATTERN, FIELD(report.pattern), "", 0, 0, 0,
      "report path pattern: `%p` pid, `%n` report number, `%t` time, `%r` rank; unset: "
      "`./npupool-report-%p-%n.json`, written at exit only when leaks exist"},
@@ -82,8 +93,8 @@ static const option_def_t option_table[] = {
     {"NPUPOOL_REPORT_INTERVAL", OPT_NUMBER, FIELD(report.interval_s), "0", 0.1, 1e7, OPT_ZERO_OFF,
      "seconds between periodic reports; 0 = off"},
     {"NPUPOOL_WARN_RATIO", OPT_NUMBER, FIELD(report.warn_ratio), "0.85", 0, 1, 0,
-     "pool use (allocated / reserved) that writes a warning line and a `threshold` report; 0 = "
-     "off"},
+     "pool use (allocated / reserved; in observe mode the device's live observed bytes / its "
+     "total HBM) that writes a warning line and a `threshold` report; 0 = off"},
     {"NPUPOOL_CRITICAL_RATIO", OPT_NUMBER, FIELD(report.critical_ratio), "0.95", 0, 1, 0,
      "the same for the critical level"},
     {"NPUPOOL_REPORT_FREE_MAP", OPT_COUNT, FIELD(report.free_map_max), "4096", 0, 1e8, 0,
@@ -200,6 +211,13 @@ static int parse_into(const option_def_t *o, const char *text, char *why, size_t
         *(int *)f = i;
         return 0;
     case OPT_PATTERN: *(const char **)f = text; return 0;
+    case OPT_MODE:
+        for (i = 0; i < (int)(sizeof mode_names / sizeof mode_names[0]); i++)
+            if (strcmp(text, mode_names[i]) == 0) {
+                *(int *)f = i;
+                return 0;
+            }
+        return snprintf(why, len, "not a mode (pool, observe)"), -1;
     }
     return -1;
 }
@@ -224,6 +242,7 @@ static void render(const option_def_t *o, char *buf, size_t len)
         break;
     }
     case OPT_PATTERN: snprintf(buf, len, "%s", *(const char *const *)f); break;
+    case OPT_MODE: snprintf(buf, len, "%s", mode_names[*(const int *)f & 1]); break;
     }
 }
 

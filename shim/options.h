@@ -23,16 +23,22 @@
 #include "ledger.h"
 #include "report.h"
 
+enum npupool_mode {
+    NPUPOOL_MODE_POOL = 0,    /* the pool serves allocations (the default) */
+    NPUPOOL_MODE_OBSERVE = 1, /* the runtime serves every allocation; npupool records and reports */
+};
+
 typedef struct npupool_config {
     double ratio;           /* NPUPOOL_RATIO: share of free HBM reserved per device */
     size_t pool_bytes;      /* NPUPOOL_POOL_BYTES: absolute pool size, 0 = use the ratio */
     int vmm;                /* NPUPOOL_VMM: 1 = virtual-memory pool where the runtime has it */
     size_t chunk_bytes;     /* NPUPOOL_CHUNK_BYTES: bytes per chunk of a virtual-memory pool */
     int fallback;           /* NPUPOOL_FALLBACK: 1 = the runtime serves what the pool cannot */
+    int mode;               /* NPUPOOL_MODE: enum npupool_mode */
     int disable;            /* NPUPOOL_DISABLE: 1 = pure pass-through */
     int log_level;          /* NPUPOOL_LOG: enum log_level */
     const char *trace;      /* NPUPOOL_TRACE: allocation trace path pattern, "" = off */
-    ledger_config_t ledger; /* NPUPOOL_BACKTRACE_DEPTH (dlsym is filled in by the shim) */
+    ledger_config_t ledger; /* NPUPOOL_BACKTRACE_DEPTH, NPUPOOL_PYTHON_FRAMES (dlsym: the shim's) */
     report_config_t report; /* NPUPOOL_REPORT* and the thresholds */
 } npupool_config_t;
 

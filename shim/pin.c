@@ -43,7 +43,10 @@ static void slot_free_at_exit(void *arg)
     __atomic_store_n(&s->owned, 0, __ATOMIC_RELEASE);
 }
 
-static void exit_key_create(void) { exit_key_ok = pthread_key_create(&exit_key, slot_free_at_exit) == 0; }
+static void exit_key_create(void)
+{
+    exit_key_ok = pthread_key_create(&exit_key, slot_free_at_exit) == 0;
+}
 
 /* This thread's slot: a free one from the registry, else a new one; NULL when host memory is
  * exhausted (the caller uses the overflow slot). */

@@ -34,6 +34,21 @@ $(E2E_CC:%=$(PROG_DIR)/%): $(PROG_DIR)/%: $(BUILD)/obj/tests/programs/%.o $(FAKE
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
 
+# Native code the Python test programs (tests/programs/python/) call through ctypes: a C thread
+# without a Python thread state, C calling back into Python, an allocation with a pending Python
+# exception.  An ordinary ACL library: no Python headers.
+PYHELPER := $(PROG_DIR)/libpyhelper.so
+$(PYHELPER): $(BUILD)/obj/tests/programs/python/pyhelper.o $(FAKEACL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
+
+# npupool's line-table decoder against the interpreter's own answers (tests/cases/python_layout.sh).
+PY_LINES_CHECK := $(PROG_DIR)/py_lines_check
+$(BUILD)/obj/tests/programs/python/py_lines_check.o: INC := $(LEDGER_INC)
+$(PY_LINES_CHECK): $(BUILD)/obj/tests/programs/python/py_lines_check.o $(LEDGER_LIB) $(BASE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $< $(LEDGER_LIB) $(BASE_LIB) -ldl $(LDFLAGS)
+
 # The fake runtime once more, without a DT_SONAME (as a runtime may be shipped), for the
 # discovery case (tests/cases/shim_discovery.sh): npupool must find it by file name.
 FAKEACL_NOSONAME := $(BUILD)/fakeacl-nosoname/libascendcl.so
@@ -46,7 +61,8 @@ $(PROG_DIR)/cjson_host: $(BUILD)/obj/tests/programs/cjson_host.o $(FAKEACL_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -rdynamic -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
 
-ALL_TARGETS += $(UNIT_TESTS) $(SHIM_TEST_BINS) $(E2E_BINS) $(PROG_DIR)/cjson_host $(FAKEACL_NOSONAME)
+ALL_TARGETS += $(UNIT_TESTS) $(SHIM_TEST_BINS) $(E2E_BINS) $(PROG_DIR)/cjson_host $(FAKEACL_NOSONAME) \
+               $(PYHELPER) $(PY_LINES_CHECK)
 
 .PHONY: test test-plain
 test: tests

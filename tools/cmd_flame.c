@@ -3,8 +3,9 @@
  * Owns: the folded-stack text ("outer;...;inner VALUE" per line, sorted, equal stacks merged),
  * the input format of flamegraph.pl, inferno-flamegraph and speedscope.  Frames go outermost
  * first (reports list the allocation call site first).  A frame is its function, else
- * module+0xoffset, else "??"; ';' inside a name becomes ':' and control characters a space, so
- * every line has exactly one separator before the number.
+ * module+0xoffset, else "??"; a Python frame "function (file.py:line)", as py-spy names them;
+ * ';' inside a name becomes ':' and control characters a space, so every line has exactly one
+ * separator before the number.
  */
 #include "commands.h"
 #include "report_read.h"
@@ -46,7 +47,8 @@ static char *fold(const report_leak_t *l, int with_device)
     size_t cap = 32;
     for (size_t i = 0; i < l->nframes; i++)
         cap += 40 + (l->frames[i].function ? strlen(l->frames[i].function) : 0) +
-               (l->frames[i].module ? strlen(site_basename(l->frames[i].module)) : 0);
+               (l->frames[i].module ? strlen(site_basename(l->frames[i].module)) : 0) +
+               (l->frames[i].file ? strlen(site_basename(l->frames[i].file)) : 0);
     char *t = malloc(cap), tmp[64];
     if (t == NULL) return NULL;
     size_t n = 0;
@@ -54,7 +56,13 @@ static char *fold(const report_leak_t *l, int with_device)
     for (size_t i = l->nframes; i-- > 0;) {
         const report_frame_t *f = &l->frames[i];
         if (n) t[n++] = ';';
-        if (f->function)
+        if (f->python) {
+            n += put_name(t + n, f->function ? f->function : "??");
+            n += put_name(t + n, " (");
+            n += put_name(t + n, site_basename(f->file));
+            snprintf(tmp, sizeof tmp, ":%" PRIu64 ")", f->line);
+            n += put_name(t + n, tmp);
+        } else if (f->function)
             n += put_name(t + n, f->function);
         else if (f->module && f->has_offset) {
             n += put_name(t + n, site_basename(f->module));

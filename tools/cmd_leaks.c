@@ -219,6 +219,8 @@ static void print_stack(const view_t *v, const triage_stack_t *s)
         printf("      #%-2zu %s\n", f, site_frame_label(&l->frames[f], fl, sizeof fl));
     }
     if (l->nframes == 0) printf("      (no stack: backtraces off)\n");
+    const char *missing = site_python_missing(l);
+    if (missing) printf("      (no Python frames: %s)\n", missing);
 }
 
 /* The first line: what is listed, out of what. */

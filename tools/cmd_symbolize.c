@@ -3,7 +3,8 @@
  * Owns: rewriting the frames of a report (leaks[].frames and oom.frames) from their module,
  * offset and build id, with the offline symbolizer (symbolize.c), and writing the report back
  * out: to standard output, to -o FILE, or in place (temporary file + rename, like the shim).
- * A frame whose module cannot be found or whose build id differs keeps what it had.
+ * A frame whose module cannot be found or whose build id differs keeps what it had; a Python
+ * frame (named from the interpreter when it was captured) is kept as it is.
  */
 #include "commands.h"
 #include "report_read.h"
@@ -33,7 +34,7 @@ static const cli_opt_t symbolize_opts[] = {
 typedef struct sym_stats {
     unsigned long frames;    /* frames seen */
     unsigned long resolved;  /* rewritten */
-    unsigned long skipped;   /* already named (--missing-only) */
+    unsigned long skipped;   /* already named (--missing-only, Python frames) */
     unsigned long no_module; /* module file not found */
     unsigned long mismatch;  /* build id differs */
     unsigned long nothing;   /* no symbol at the offset */
@@ -52,7 +53,7 @@ static void set_item(cJSON *obj, const char *key, cJSON *v)
 static void redo(symfile_t *ts, report_frame_t *f, int missing_only, sym_stats_t *st)
 {
     st->frames++;
-    if (missing_only && f->function) {
+    if (f->python || (missing_only && f->function)) { /* a Python frame is named at capture */
         st->skipped++;
         return;
     }

@@ -228,6 +228,17 @@ static int get_arr(rd_t *d, const cJSON *obj, const char *key, int required, cJS
     return get_container(d, obj, key, required, cJSON_IsArray, "an array", out);
 }
 
+/* true/false or absent/null (-> 0). */
+static int get_flag(rd_t *d, const cJSON *obj, const char *key, int *out)
+{
+    cJSON *v = member(obj, key);
+    *out = 0;
+    if (v == NULL || cJSON_IsNull(v)) return 1;
+    if (!cJSON_IsBool(v)) return fail(d, key, "expected true or false, found %s", type_name(v));
+    *out = cJSON_IsTrue(v) ? 1 : 0;
+    return 0;
+}
+
 /* A number or a string, as text (times, ids). */
 static int get_text(rd_t *d, const cJSON *obj, const char *key, char *buf, size_t cap, double *num)
 {
@@ -311,6 +322,7 @@ static int read_frames(rd_t *d, const cJSON *parent, report_frame_t **out, size_
             x->has_offset = r == 0;
         }
         if (get_u64(d, fr, "line", 0, &x->line) < 0) return -1;
+        if (get_flag(d, fr, "python", &x->python) < 0) return -1;
         if (x->function && x->function[0] == '\0') x->function = NULL;
         if (x->file && x->file[0] == '\0') x->file = NULL;
         pop(d);
@@ -512,6 +524,7 @@ static int read_leak(rd_t *d, const cJSON *lk, report_leak_t *o)
         pop(d);
         o->has_growth = 1;
     }
+    if (get_str(d, lk, "python_frames", 0, &o->python_frames) < 0) return -1;
     return read_frames(d, lk, &o->frames, &o->nframes);
 }
 

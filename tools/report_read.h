@@ -29,21 +29,23 @@ typedef struct report_frame {
     uint64_t offset;      /* bytes from the module's load address (valid when has_offset) */
     uint64_t line;        /* source line, 0 when unknown */
     int has_offset;       /* 1 when "offset" was present */
+    int python;           /* 1: a Python frame ("python": true): function, file, line, no module */
     cJSON *node;          /* the frame object in the tree */
 } report_frame_t;
 
 typedef struct report_leak {
-    long device;            /* device id */
-    uint64_t count;         /* live allocations of this stack */
-    uint64_t bytes;         /* sum of their requested bytes */
-    uint64_t granted;       /* sum of their granted bytes (0 when absent) */
-    double oldest_age_s;    /* seconds since the oldest of them (0 when absent) */
-    char stack_id[32];      /* as written (number or string), "" when absent */
-    int has_growth;         /* 1 when "growth" was present */
-    int64_t growth_count;   /* allocations gained since the previous report */
-    int64_t growth_bytes;   /* bytes gained since the previous report */
-    report_frame_t *frames; /* innermost (the allocation call site) first */
-    size_t nframes;         /* entries in frames */
+    long device;               /* device id */
+    uint64_t count;            /* live allocations of this stack */
+    uint64_t bytes;            /* sum of their requested bytes */
+    uint64_t granted;          /* sum of their granted bytes (0 when absent) */
+    double oldest_age_s;       /* seconds since the oldest of them (0 when absent) */
+    char stack_id[32];         /* as written (number or string), "" when absent */
+    int has_growth;            /* 1 when "growth" was present */
+    int64_t growth_count;      /* allocations gained since the previous report */
+    int64_t growth_bytes;      /* bytes gained since the previous report */
+    report_frame_t *frames;    /* innermost (the allocation call site) first */
+    size_t nframes;            /* entries in frames */
+    const char *python_frames; /* which Python frames the capture saw ("gil_held", ...), NULL */
 } report_leak_t;
 
 typedef struct report_bucket {

@@ -44,14 +44,19 @@ static int item_by_key(const void *a, const void *b)
 }
 
 /* The grouping key of a site: plain and since modes name the allocating call by its module path
- * and offset (or its function, file and line), the ranks mode as stacks are matched. */
+ * and offset (or its function, file and line; a stack with Python frames by the Python frame that
+ * names it), the ranks mode as stacks are matched. */
 static void site_key(int mode, const report_leak_t *l, char *buf, size_t cap)
 {
-    const report_frame_t *f = l->nframes ? &l->frames[0] : NULL;
+    const report_frame_t *py = site_python_frame(l);
+    const report_frame_t *f = py ? py : l->nframes ? &l->frames[0] : NULL;
     if (mode == TRIAGE_RANKS)
         site_frame_key(l, SITE_KEY_BUILD_ID, buf, cap);
     else if (f == NULL)
         snprintf(buf, cap, "?");
+    else if (f->python)
+        snprintf(buf, cap, "py:%s:%" PRIu64 ":%s", f->file ? f->file : "", f->line,
+                 f->function ? f->function : "?");
     else if (f->module && f->has_offset)
         snprintf(buf, cap, "%s+0x%" PRIx64, f->module, f->offset);
     else if (f->function)
@@ -88,7 +93,8 @@ static int suppressed_by(const suppress_list_t *sup, const report_leak_t *l)
 {
     if (sup == NULL || sup->n == 0) return -1;
     for (size_t i = 0; i < l->nframes; i++) {
-        int r = suppress_match(sup, l->frames[i].function, l->frames[i].module);
+        const report_frame_t *f = &l->frames[i]; /* a Python frame's file is its "module" */
+        int r = suppress_match(sup, f->function, f->python ? f->file : f->module);
         if (r >= 0) return r;
     }
     return -1;

@@ -98,10 +98,10 @@ grep -q '^# TYPE npupool_pool_allocations_total counter$' "$file" || fail "no TY
 
 # 3. A refusal (the OOM puzzle: 4 GiB free in 1 GiB holes, 2 GiB refused with fallback off; it
 #    frees everything before it exits), NPUPOOL_METRICS_INTERVAL=0: written at exit only; %r in
-#    the path.  Not under TSan: its
+#    the path; a block pool (NPUPOOL_VMM=0): a vmm pool would stitch the holes.  Not under TSan: its
 #    shadow memory makes the 8 GiB of the puzzle slow (report_oom.sh runs it plain and ASan).
 if [ "$VARIANT" != tsan ]; then
-    RANK=3 NPUPOOL_POOL_BYTES=8G NPUPOOL_FALLBACK=0 NPUPOOL_METRICS="$dir/oom-r%r.prom" \
+    RANK=3 NPUPOOL_VMM=0 NPUPOOL_POOL_BYTES=8G NPUPOOL_FALLBACK=0 NPUPOOL_METRICS="$dir/oom-r%r.prom" \
         NPUPOOL_METRICS_INTERVAL=0 NPUPOOL_REPORT="$TMPDIR_CASE/oom-%n.json" \
         run_preloaded oom_puzzle >/dev/null 2>"$TMPDIR_CASE/err4" || { cat "$TMPDIR_CASE/err4"; fail "oom_puzzle failed"; }
     file="$dir/oom-r3.prom"

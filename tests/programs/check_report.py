@@ -11,6 +11,10 @@ Usage:
   check_report.py REPORT --trigger T                              and the trigger is T
   check_report.py REPORT --site FUNC:COUNT:BYTES[:LINE[:FILE]]... and these sites are listed
                          [--only]                                 (and nothing else)
+  check_report.py REPORT --pysite QUALNAME:COUNT:BYTES:LINE:FILE... the same for sites named by
+                         [--python-frames WORD]                   their first Python frame (file:
+                                                                  the full path), captured with
+                                                                  that python_frames word
 Prints one line per problem and exits 1 if there was any.
 """
 import argparse
@@ -85,6 +89,33 @@ def frame0(leak):
     return leak["frames"][0] if leak["frames"] else {}
 
 
+def pyframe0(leak):
+    """The first (innermost) Python frame of a leak, {} when it has none."""
+    return next((f for f in leak["frames"] if f.get("python")), {})
+
+
+def check_pysites(path, doc, specs, words, seen):
+    for spec in specs:
+        func, count, nbytes, line, file = spec.split(":", 4)
+        count, nbytes, line = int(count), int(nbytes), int(line)
+        hits = [l for l in doc["leaks"]
+                if pyframe0(l).get("function") == func and pyframe0(l).get("file") == file]
+        if len(hits) != 1:
+            problem(path, f"python site {func} ({file}): {len(hits)} leak entries, expected 1")
+            continue
+        l = hits[0]
+        seen.add(id(l))
+        f0 = pyframe0(l)
+        if l["count"] != count or l["bytes"] != nbytes:
+            problem(path, f"python site {func}: count {l['count']} bytes {l['bytes']}, expected {count} and {nbytes}")
+        if f0.get("line") != line:
+            problem(path, f"python site {func}: line {f0.get('line')}, expected {line}")
+        if any(f0.get(k) is not None for k in ("module", "offset", "build_id", "address")):
+            problem(path, f"python site {func}: a Python frame with native fields")
+        if words and l.get("python_frames") not in words:
+            problem(path, f"python site {func}: python_frames {l.get('python_frames')}, expected one of {words}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("reports", nargs="+")
@@ -92,6 +123,8 @@ def main():
     ap.add_argument("--trigger")
     ap.add_argument("--site", action="append", default=[])
     ap.add_argument("--only", action="store_true")
+    ap.add_argument("--pysite", action="append", default=[])
+    ap.add_argument("--python-frames", action="append", default=[])
     a = ap.parse_args()
     with open(a.schema) as f:
         schema = json.load(f)
@@ -132,6 +165,7 @@ def main():
                 problem(path, f"site {func}: file {f0.get('file')}, expected ...{file}")
             if not f0.get("module") or not f0.get("build_id"):
                 problem(path, f"site {func}: frame without module or build id")
+        check_pysites(path, doc, a.pysite, a.python_frames, seen)
         if a.only:
             for l in doc["leaks"]:
                 if id(l) not in seen:

@@ -104,8 +104,11 @@ static void child_good_values(void)
     setenv("NPUPOOL_REPORT_INTERVAL", "0.5", 1);
     setenv("NPUPOOL_REPORT_OOM_MAX", "500000", 1); /* accepted here and used as such */
     setenv("NPUPOOL_REPORT", "/tmp/r-%p.json", 1);
+    setenv("NPUPOOL_MODE", "observe", 1);
+    setenv("NPUPOOL_PYTHON_FRAMES", "off", 1);
     options_init();
     const npupool_config_t *c = &npupool_config;
+    CHILD_CHECK(c->mode == NPUPOOL_MODE_OBSERVE && c->ledger.python_frames == 0);
     CHILD_CHECK(c->ratio == 0.5 && c->pool_bytes == (size_t)3 << 29 && c->fallback == 0);
     CHILD_CHECK(c->report.signal == SIGUSR1 && c->report.interval_s == 0.5);
     CHILD_CHECK(c->report.oom_max == 500000 && !strcmp(c->report.pattern, "/tmp/r-%p.json"));
@@ -131,6 +134,7 @@ static void child_bad_values(void)
         {"NPUPOOL_BACKTRACE_DEPTH", "500"},
         {"NPUPOOL_WARN_RATIO", "inf"},
         {"NPUPOOL_REPORT_OOM_MAX", "5000000"},
+        {"NPUPOOL_MODE", "watch"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) setenv(bad[i][0], bad[i][1], 1);
     options_init();
@@ -140,6 +144,7 @@ static void child_bad_values(void)
     CHILD_CHECK(c->report.signal == SIGUSR2 && c->report.free_map_max == 4096);
     CHILD_CHECK(c->report.symbols == 1 && c->ledger.backtrace_depth == 16);
     CHILD_CHECK(c->report.warn_ratio == 0.85 && c->report.oom_max == 10);
+    CHILD_CHECK(c->mode == NPUPOOL_MODE_POOL && c->ledger.python_frames == 1);
 }
 
 static void test_bad_values_one_line_each(void **state)
@@ -148,7 +153,9 @@ static void test_bad_values_one_line_each(void **state)
     char err[8192];
     assert_int_equal(in_child(child_bad_values, err, sizeof err), 0);
     print_message("%s", err);
-    assert_int_equal(lines(err), 9);
+    assert_int_equal(lines(err), 10);
+    assert_non_null(
+        strstr(err, "NPUPOOL_MODE=\"watch\" is not valid (not a mode (pool, observe))"));
     assert_non_null(strstr(err, "NPUPOOL_RATIO=\"nan\" is not valid (not a finite number)"));
     assert_non_null(strstr(err, "NPUPOOL_REPORT_SIGNAL=\"8\" is not valid (a fault"));
     assert_non_null(strstr(err, "NPUPOOL_REPORT_INTERVAL=\"1e-300\" is not valid (outside"));

@@ -143,7 +143,10 @@ static void *user(void *arg)
 static void test_stress(void **state)
 {
     (void)state;
-    enum { USERS = 4, ROUNDS = 100 }; /* more users than cores: a retirer waits for preempted pins */
+    enum {
+        USERS = 4,
+        ROUNDS = 100
+    }; /* more users than cores: a retirer waits for preempted pins */
     static obj_t objs[ROUNDS];
     pthread_t th[USERS];
     objs[0].alive = 1;
