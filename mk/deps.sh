@@ -1,6 +1,8 @@
 #!/bin/sh
 # mk/deps.sh MODE — is everything MODE needs here?  MODE: build (what `make` compiles and links
-# against), test (what `make test` adds: cmocka, a C++ compiler and the tools the test cases run).
+# against), test (what `make test` adds: cmocka, a C++ compiler and the tools the test cases run),
+# bench (what `make bench` can use but does without: the third-party allocators bench_peers
+# dlopen()s, probed by loading them).
 #
 # Each piece is found by asking the compiler (a header it must include, a library it must link)
 # or by looking up a command, never by asking a package manager: any distribution, any prefix,
@@ -12,7 +14,9 @@
 #   - as root on Debian/Ubuntu (apt-get), the Debian packages are installed (one apt-get update
 #     first) and the probes run again;
 #   - otherwise one message names each missing piece with its Debian and its openEuler
-#     (EulerOS, CentOS, Fedora) package, the two install commands, and the script exits 1.
+#     (EulerOS, CentOS, Fedora) package, the two install commands, and the script exits 1;
+#     in bench mode the pieces are optional: the message says the benchmark skips them, an
+#     install that fails is not an error, and the script exits 0.
 # Tests: MK_DEPS_BREAK="piece ..." makes those pieces' probes fail for real (the compiler is asked
 # for a header that cannot exist); MK_DEPS_NO_INSTALL=1 never installs.
 # Package names: Debian's checked against bookworm; the openEuler ones follow its (Fedora's)
@@ -30,7 +34,8 @@ case $MODE in
 build) PIECES="cc libunwind cjson elfutils binutils" ;;
 test) PIECES="cmocka cxx python3 jsonschema jq rsvg valgrind" ;;
 emu) PIECES="qemu" ;;
-*) echo "mk/deps.sh: unknown mode '$MODE' (build, test or emu)" >&2; exit 2 ;;
+bench) PIECES="mimalloc jemalloc tcmalloc" ;;
+*) echo "mk/deps.sh: unknown mode '$MODE' (build, test, emu or bench)" >&2; exit 2 ;;
 esac
 
 # piece -> what it is | Debian packages | openEuler packages
@@ -49,6 +54,9 @@ about() {
     rsvg) echo "rsvg-convert|librsvg2-bin|librsvg2-tools" ;;
     valgrind) echo "valgrind|valgrind|valgrind" ;;
     qemu) echo "qemu-aarch64 (user-mode emulation)|qemu-user|qemu-user" ;;
+    mimalloc) echo "mimalloc (libmimalloc.so.2, for bench_peers)|libmimalloc2.0|mimalloc" ;;
+    jemalloc) echo "jemalloc (libjemalloc.so.2, for bench_peers)|libjemalloc2|jemalloc" ;;
+    tcmalloc) echo "tcmalloc (libtcmalloc_minimal.so.4, for bench_peers)|libtcmalloc-minimal4|gperftools-libs" ;;
     esac
 }
 
@@ -78,6 +86,17 @@ compile() {
     $CC ${EXTRA_CFLAGS:-} -o "$tmp/p" "$tmp/p.c" ${EXTRA_LDFLAGS:-} $3 >"$tmp/log" 2>&1
 }
 
+# loadable PIECE SONAME: a program can dlopen() the library as bench_peers does (with the static
+# TLS room bench_peers asks glibc for: jemalloc's initial-exec TLS does not fit the default).
+loadable() {
+    broken "$1" && return 1
+    printf '#include <dlfcn.h>\nint main(void) { return !dlopen("%s", RTLD_NOW | RTLD_LOCAL); }\n' \
+        "$2" >"$tmp/p.c"
+    # shellcheck disable=SC2086 # flags are word lists
+    $CC ${EXTRA_CFLAGS:-} -o "$tmp/p" "$tmp/p.c" ${EXTRA_LDFLAGS:-} -ldl >"$tmp/log" 2>&1 &&
+        GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 "$tmp/p"
+}
+
 probe() {
     case $1 in
     cc) compile cc "stdio.h" "" ;;
@@ -97,6 +116,9 @@ probe() {
         ;;
     rsvg) ! broken rsvg && have rsvg-convert ;;
     qemu) ! broken qemu && { have qemu-aarch64 || have qemu-aarch64-static; } ;;
+    mimalloc) loadable mimalloc libmimalloc.so.2 ;;
+    jemalloc) loadable jemalloc libjemalloc.so.2 ;;
+    tcmalloc) loadable tcmalloc libtcmalloc_minimal.so.4 ;;
     *) ! broken "$1" && have "$1" ;;
     esac
 }
@@ -135,15 +157,37 @@ if [ "$(id -u)" = 0 ] && [ -z "${MK_DEPS_NO_INSTALL:-}" ] && have apt-get && hav
     if [ -n "$ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$ARCH"; then
         dpkg --add-architecture "$ARCH"
     fi
-    apt-get update -qq
-    for round in 1 2; do
-        echo "npupool build: installing missing Debian packages: $deb"
+    if [ "$MODE" = bench ]; then # optional: a failed install only leaves them out
+        echo "npupool bench: installing optional Debian packages: $deb"
         # shellcheck disable=SC2086
-        apt-get install -y -qq --no-install-recommends $deb
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends $deb; } ||
+            echo "npupool bench: the install failed; bench_peers skips what is missing"
         missing=$(missing_pieces)
         [ -z "$missing" ] && exit 0
         packages
-    done
+    else
+        apt-get update -qq
+        for round in 1 2; do
+            echo "npupool build: installing missing Debian packages: $deb"
+            # shellcheck disable=SC2086
+            apt-get install -y -qq --no-install-recommends $deb
+            missing=$(missing_pieces)
+            [ -z "$missing" ] && exit 0
+            packages
+        done
+    fi
+fi
+
+if [ "$MODE" = bench ]; then
+    {
+        for p in $missing; do
+            echo "npupool bench: optional, not found: $(about "$p" | cut -d'|' -f1): Debian $(debian_pkgs "$p"), openEuler $(about "$p" | cut -d'|' -f3)"
+        done
+        echo "npupool bench: bench_peers skips them (\"skipped: not installed\"); to include them:"
+        echo "npupool bench:   Debian/Ubuntu: sudo apt-get install -y $deb"
+        echo "npupool bench:   openEuler/EulerOS/CentOS: sudo dnf install -y $rpm"
+    } >&2
+    exit 0
 fi
 
 case $MODE in
