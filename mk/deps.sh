@@ -1,6 +1,8 @@
 #!/bin/sh
 # mk/deps.sh MODE — is everything MODE needs here?  MODE: build (what `make` compiles and links
-# against), test (what `make test` adds: cmocka, a C++ compiler and the tools the test cases run).
+# against), test (what `make test` adds: cmocka, a C++ compiler and the tools the test cases run),
+# bench (what `make bench` can use but does without: the third-party allocators bench_peers
+# dlopen()s, probed by loading them).
 #
 # Each piece is found by asking the compiler (a header it must include, a library it must link)
 # or by looking up a command, never by asking a package manager: any distribution, any prefix,
@@ -13,9 +15,10 @@
 #     first) and the probes run again;
 #   - otherwise one message names each missing piece with its Debian and its openEuler
 #     (EulerOS, CentOS, Fedora) package, the two install commands, and the script exits 1.
-# Optional pieces (OPTIONAL: promtool, for tests/cases/report_metrics.sh) are installed the same
-# way as root on Debian, but a missing one only costs one note: the case that uses it skips that
-# check and says so.
+# Optional pieces (OPTIONAL: promtool, for tests/cases/report_metrics.sh; every piece of the bench
+# mode) are installed the same way as root on Debian, but a missing one, or an install that
+# fails, only costs a note naming its packages: the case that uses it skips that check, the
+# benchmark skips that allocator, and the script exits 0.
 # Tests: MK_DEPS_BREAK="piece ..." makes those pieces' probes fail for real (the compiler is asked
 # for a header that cannot exist); MK_DEPS_NO_INSTALL=1 never installs.
 # Package names: Debian's checked against bookworm; the openEuler ones follow its (Fedora's)
@@ -34,7 +37,8 @@ case $MODE in
 build) PIECES="cc libunwind cjson elfutils binutils" ;;
 test) PIECES="cmocka cxx python3 jsonschema pydev jq rsvg valgrind" OPTIONAL="promtool" ;;
 emu) PIECES="qemu" ;;
-*) echo "mk/deps.sh: unknown mode '$MODE' (build, test or emu)" >&2; exit 2 ;;
+bench) PIECES="" OPTIONAL="mimalloc jemalloc tcmalloc" ;;
+*) echo "mk/deps.sh: unknown mode '$MODE' (build, test, emu or bench)" >&2; exit 2 ;;
 esac
 
 # piece -> what it is | Debian packages | openEuler packages
@@ -55,6 +59,9 @@ about() {
     valgrind) echo "valgrind|valgrind|valgrind" ;;
     promtool) echo "promtool (checks the NPUPOOL_METRICS file)|prometheus|golang-github-prometheus" ;;
     qemu) echo "qemu-aarch64 (user-mode emulation)|qemu-user|qemu-user" ;;
+    mimalloc) echo "mimalloc (libmimalloc.so.2, for bench_peers)|libmimalloc2.0|mimalloc" ;;
+    jemalloc) echo "jemalloc (libjemalloc.so.2, for bench_peers)|libjemalloc2|jemalloc" ;;
+    tcmalloc) echo "tcmalloc (libtcmalloc_minimal.so.4, for bench_peers)|libtcmalloc-minimal4|gperftools-libs" ;;
     esac
 }
 
@@ -84,6 +91,17 @@ compile() {
     $CC ${EXTRA_CFLAGS:-} -o "$tmp/p" "$tmp/p.c" ${EXTRA_LDFLAGS:-} $3 >"$tmp/log" 2>&1
 }
 
+# loadable PIECE SONAME: a program can dlopen() the library as bench_peers does (with the static
+# TLS room bench_peers asks glibc for: jemalloc's initial-exec TLS does not fit the default).
+loadable() {
+    broken "$1" && return 1
+    printf '#include <dlfcn.h>\nint main(void) { return !dlopen("%s", RTLD_NOW | RTLD_LOCAL); }\n' \
+        "$2" >"$tmp/p.c"
+    # shellcheck disable=SC2086 # flags are word lists
+    $CC ${EXTRA_CFLAGS:-} -o "$tmp/p" "$tmp/p.c" ${EXTRA_LDFLAGS:-} -ldl >"$tmp/log" 2>&1 &&
+        GLIBC_TUNABLES=glibc.rtld.optional_static_tls=16384 "$tmp/p"
+}
+
 probe() {
     case $1 in
     cc) compile cc "stdio.h" "" ;;
@@ -109,6 +127,9 @@ probe() {
         ;;
     rsvg) ! broken rsvg && have rsvg-convert ;;
     qemu) ! broken qemu && { have qemu-aarch64 || have qemu-aarch64-static; } ;;
+    mimalloc) loadable mimalloc libmimalloc.so.2 ;;
+    jemalloc) loadable jemalloc libjemalloc.so.2 ;;
+    tcmalloc) loadable tcmalloc libtcmalloc_minimal.so.4 ;;
     *) ! broken "$1" && have "$1" ;;
     esac
 }
@@ -127,12 +148,23 @@ missing_pieces() { # $1: the pieces (default: the required ones)
 missing=$(missing_pieces)
 absent=$(missing_pieces "$OPTIONAL") # optional pieces not found
 
-# A note per optional piece still absent (stdout: never an error).
+# A note per optional piece still absent, and how to add them (never an error).
 note_absent() {
     absent=$(missing_pieces "$OPTIONAL")
+    [ -n "$absent" ] || return 0
+    case $MODE in
+    bench) who="npupool bench" skip="bench_peers skips them (\"skipped: not installed\")" ;;
+    *) who="npupool build" skip="the tests that use them skip that check and say so" ;;
+    esac
+    adeb="" arpm=""
     for p in $absent; do
-        echo "npupool build: optional, not found: $(about "$p" | cut -d'|' -f1): Debian $(debian_pkgs "$p"), openEuler $(about "$p" | cut -d'|' -f3); the tests that use it skip that check"
+        echo "$who: optional, not found: $(about "$p" | cut -d'|' -f1): Debian $(debian_pkgs "$p"), openEuler $(about "$p" | cut -d'|' -f3)"
+        adeb="$adeb $(debian_pkgs "$p")"
+        arpm="$arpm $(about "$p" | cut -d'|' -f3)"
     done
+    echo "$who: $skip; to include them:"
+    echo "$who:   Debian/Ubuntu: sudo apt-get install -y $(echo $adeb)"
+    echo "$who:   openEuler/EulerOS/CentOS: sudo dnf install -y $(echo $arpm)"
 }
 if [ -z "$missing" ] && [ -z "$absent" ]; then exit 0; fi
 
@@ -157,17 +189,24 @@ if [ "$(id -u)" = 0 ] && [ -z "${MK_DEPS_NO_INSTALL:-}" ] && have apt-get && hav
     if [ -n "$ARCH" ] && ! dpkg --print-foreign-architectures | grep -qx "$ARCH"; then
         dpkg --add-architecture "$ARCH"
     fi
-    apt-get update -qq
+    apt-get update -qq || [ -z "$missing" ]
     for round in 1 2; do
         echo "npupool build: installing missing Debian packages: $deb"
-        # shellcheck disable=SC2086
-        apt-get install -y -qq --no-install-recommends $deb || [ -z "$missing" ]
+        if [ -n "$missing" ]; then
+            # shellcheck disable=SC2086
+            apt-get install -y -qq --no-install-recommends $deb
+        else # optional pieces only: a failed install leaves them out
+            # shellcheck disable=SC2086
+            apt-get install -y -qq --no-install-recommends $deb ||
+                echo "npupool build: installing the optional packages failed; going on without them"
+        fi
         missing=$(missing_pieces)
         [ -z "$missing" ] && { note_absent; exit 0; }
         absent=""
         packages
     done
 fi
+
 [ -z "$missing" ] && { note_absent; exit 0; }
 absent=""
 packages

@@ -43,6 +43,15 @@ echo "$out" | grep -q "apt-get install -y libcjson-dev:arm64" || fail "no arm64 
 MK_DEPS_BREAK="cmocka cxx python3 jsonschema jq rsvg valgrind" sh mk/deps.sh build ||
     fail "the build mode probed a test-only piece"
 
+# The bench mode's pieces are optional: missing, they are named with their packages, and the
+# script still exits 0 (bench_peers skips them).
+out=$(MK_DEPS_BREAK="mimalloc jemalloc tcmalloc" sh mk/deps.sh bench 2>&1) ||
+    fail "the bench mode failed over optional pieces: $out"
+echo "$out"
+echo "$out" | grep -q "sudo apt-get install -y libmimalloc2.0 libjemalloc2 libtcmalloc-minimal4" ||
+    fail "the bench mode did not name the Debian packages"
+echo "$out" | grep -q "skips them" || fail "the bench mode did not say that bench_peers skips them"
+
 # make stops before compiling anything, with the message as its output.
 out=$(MK_DEPS_BREAK=cjson make --no-print-directory BUILD="$TMPDIR_CASE/b" all 2>&1) &&
     fail "make built without cJSON"

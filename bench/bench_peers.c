@@ -1,0 +1,686 @@
+/* bench/bench_peers.c — npupool's pool against peer allocators, side by side in one process, on
+ * identical operation sequences (issue 13's tables).  docs/bench.md says how to read them.
+ *
+ * Allocators (bench/peers/peer.h):
+ *   npupool   pool/ through its API: pool_alloc(requested = granted = size) / pool_free over a
+ *             made-up range (64 GiB for latency), POOL_ALIGN (64 B) blocks, as in bench_pool
+ *   tlsf, o1heap, bestfit   arena peers written for this bench (bench/peers/), host metadata
+ *   firstfit  the seed's first-fit pool (tools/firstfit.c): fragmentation table only
+ *   glibc, mimalloc, jemalloc, tcmalloc   host mallocs (the last three dlopen()ed from Debian's
+ *             packages when installed, else "skipped: ..."): latency table only
+ * A. Pair latency: for each scale (1,000 live of 512 B..1 MiB, 100,000 of 512 B..256 KiB,
+ *    1,000,000 of 64 B..64 KiB, log-uniform), every allocator gets the same sequence: fill the
+ *    live slots, run untimed warm-up pairs, then time each "free slot i; allocate a new size
+ *    into slot i" (i uniform) on its own with the region timer (bench/peers/ptimer.h: rdtsc
+ *    fenced, the empty region's median cost subtracted).  The victim's address is read before
+ *    the timer starts (bench_pool's reason: the slot array misses the cache at 100,000 live).
+ *    Before the timed pairs, as many other pairs run untimed under one wall-clock reading: their
+ *    mean is exact where the timer's resolution (10 ns on this machine kind's VM) is coarse.
+ *    Three runs, interleaved (run 1 of every allocator, then run 2, ...), each a fresh
+ *    instance; the table gives the median over the runs of each run's median, p99, p99.9 and
+ *    mean.
+ * B. Fragmentation: for each trace (bench/peers/ptrace.h: the tensor trace of bench_frag, a
+ *    mixed small/large trace with about 11 live blocks per slab class of npupool, and the
+ *    shipped traces/rmm_random.trace), the smallest arena that runs the whole trace without a
+ *    refusal, found by bisection to peak/4096 as bench_frag does, divided by the peak of live
+ *    requested bytes; beside it the waste per block: the mean over every allocation of (bytes
+ *    the block occupies - bytes requested).  For npupool the block's bytes are read from the
+ *    pool's overhead counter before and after each allocation (pool_get_stats).
+ * C. BENCH_PEERS lines for scripts, and the machine: nproc, CPU model, load average at the
+ *    start and at the end.
+ * Usage: bench_peers [scale]   scale (default 1) multiplies the timed pairs, the warm-up, the
+ *        1,000,000-live scenario's live count and the generated traces' lengths (e.g. 0.05 for
+ *        a quick look); the default run takes 1 to 3 minutes on 2 loaded cores.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "firstfit.h"
+#include "peer.h"
+#include "pool.h"
+#include "ptimer.h"
+#include "ptrace.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define GiB ((size_t)1 << 30)
+#define POOL_BASE ((uintptr_t)0x100000000000ull)
+#define LAT_RANGE ((size_t)64 << 30)
+#define RUNS 3
+#define MAX_ALLOCS 16
+
+/* ---- npupool and firstfit behind the peer face ------------------------------------------- */
+/* npupool: addresses are absolute (POOL_BASE + offset).  block_size answers for the block the
+ * last alloc made, and only in the tracking variant (pool_get_stats before and after each
+ * alloc: the growth of overhead_bytes is the block's rounding). */
+typedef struct np_peer {
+    size_t last_block; /* first (last_block_size): bytes of the last allocated block (track) */
+    pool_t *pool;      /* the pool under test */
+    int track;         /* 1: measure each block's bytes */
+} np_peer_t;
+
+/* block_size of the two wrappers here: what their last alloc recorded (the only block the
+ * harness asks about); both structs start with that size_t. */
+static size_t last_block_size(void *c, uintptr_t at)
+{
+    (void)at;
+    return *(const size_t *)c;
+}
+
+static void *np_open(size_t range, int track)
+{
+    np_peer_t *n = calloc(1, sizeof *n);
+    if (n) n->pool = pool_create(POOL_BASE, range);
+    if (n && !n->pool) {
+        free(n);
+        return NULL;
+    }
+    if (n) n->track = track;
+    return n;
+}
+static void *np_create(size_t range) { return np_open(range, 0); }
+static void *np_create_track(size_t range) { return np_open(range, 1); }
+static void np_destroy(void *c)
+{
+    np_peer_t *n = c;
+    pool_destroy(n->pool);
+    free(n);
+}
+static int np_alloc(void *c, size_t size, uintptr_t *out)
+{
+    np_peer_t *n = c;
+    pool_stats_t a, b;
+    if (n->track) pool_get_stats(n->pool, &a);
+    if (pool_alloc(n->pool, size, size, out, NULL) != POOL_OK) return -1;
+    if (n->track) {
+        pool_get_stats(n->pool, &b);
+        n->last_block = size + (b.overhead_bytes - a.overhead_bytes);
+    }
+    return 0;
+}
+static int np_free(void *c, uintptr_t at)
+{
+    return pool_free(((np_peer_t *)c)->pool, at, NULL, NULL) == POOL_OK ? 0 : -1;
+}
+
+static const peer_ops_t g_npupool = {
+    .name = "npupool",
+    .about = "npupool pool/ (pool_alloc/pool_free, size-class slabs <= 256 KiB + TLSF large "
+             "heap, made-up range, 64 B alignment)",
+    .arena = 1,
+    .create = np_create,
+    .destroy = np_destroy,
+    .alloc = np_alloc,
+    .free = np_free,
+};
+static const peer_ops_t g_npupool_track = {
+    .name = "npupool",
+    .arena = 1,
+    .create = np_create_track,
+    .destroy = np_destroy,
+    .alloc = np_alloc,
+    .free = np_free,
+    .block_size = last_block_size,
+};
+
+/* firstfit rounds every size up to FIRSTFIT_ALIGN: block_size is that, for the last block. */
+typedef struct ff_peer {
+    size_t last_block; /* first (last_block_size): bytes of the last allocated block */
+    firstfit_t *ff;    /* the seed's pool */
+} ff_peer_t;
+
+static void *ff_create(size_t range)
+{
+    ff_peer_t *f = calloc(1, sizeof *f);
+    if (f && !(f->ff = firstfit_create(range))) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+static void ff_destroy(void *c)
+{
+    firstfit_destroy(((ff_peer_t *)c)->ff);
+    free(c);
+}
+static int ff_alloc(void *c, size_t size, uintptr_t *out)
+{
+    ff_peer_t *f = c;
+    size_t off;
+    if (firstfit_alloc(f->ff, size, &off) != 0) return -1;
+    f->last_block = (size + FIRSTFIT_ALIGN - 1) & ~(size_t)(FIRSTFIT_ALIGN - 1);
+    *out = off;
+    return 0;
+}
+static int ff_free(void *c, uintptr_t at) { return firstfit_free(((ff_peer_t *)c)->ff, at); }
+
+static const peer_ops_t g_firstfit = {
+    .name = "firstfit",
+    .about = "the seed's first-fit pool (tools/firstfit.c): fragmentation table only",
+    .arena = 1,
+    .create = ff_create,
+    .destroy = ff_destroy,
+    .alloc = ff_alloc,
+    .free = ff_free,
+    .block_size = last_block_size,
+};
+
+/* ---- the machine ------------------------------------------------------------------------------ */
+static void read_loadavg(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    double a = -1, b = -1, c = -1;
+    if (f) {
+        if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3) a = b = c = -1;
+        fclose(f);
+    }
+    snprintf(buf, len, "%.2f %.2f %.2f", a, b, c);
+}
+
+static void read_cpu_model(char *buf, size_t len)
+{
+    char line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, len, "unknown");
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        colon += 1 + (colon[1] == ' ');
+        colon[strcspn(colon, "\n")] = '\0';
+        snprintf(buf, len, "%s", colon);
+        break;
+    }
+    if (f) fclose(f);
+}
+
+static const char *human(size_t b, char *buf, size_t len)
+{
+    if (b >= GiB)
+        snprintf(buf, len, "%.2fG", (double)b / (double)GiB);
+    else if (b >= MiB && b % MiB == 0)
+        snprintf(buf, len, "%zuMiB", b / MiB);
+    else if (b >= MiB)
+        snprintf(buf, len, "%.1fM", (double)b / (double)MiB);
+    else if (b >= KiB && b % KiB == 0)
+        snprintf(buf, len, "%zuKiB", b / KiB);
+    else
+        snprintf(buf, len, "%zuB", b);
+    return buf;
+}
+
+static double median3(double a, double b, double c)
+{
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
+/* ---- A. pair latency --------------------------------------------------------------------------- */
+typedef struct scenario {
+    size_t live;    /* live blocks in steady state */
+    size_t lo, hi;  /* sizes, log-uniform */
+    size_t warm;    /* untimed warm-up pairs */
+    size_t pairs;   /* pairs of the untimed mean pass, and as many timed ones */
+    size_t *fill;   /* [live] first sizes */
+    uint32_t *slot; /* [warm + 2 pairs] victim of each pair */
+    size_t *size;   /* [warm + 2 pairs] new size of each pair */
+} scenario_t;
+
+typedef struct lat {
+    double median, p99, p999; /* ns, each pair timed on its own */
+    double mean;              /* ns, wall time of the untimed pass / its pairs */
+    int failed;               /* an allocation was refused (or the peer is unavailable) */
+} lat_t;
+
+static int scenario_make(scenario_t *sc, uint64_t seed)
+{
+    size_t n = sc->warm + 2 * sc->pairs;
+    sc->fill = malloc(sc->live * sizeof *sc->fill);
+    sc->slot = malloc(n * sizeof *sc->slot);
+    sc->size = malloc(n * sizeof *sc->size);
+    if (!sc->fill || !sc->slot || !sc->size) return -1;
+    for (size_t i = 0; i < sc->live; i++) sc->fill[i] = ptrace_log_uniform(&seed, sc->lo, sc->hi);
+    for (size_t k = 0; k < n; k++) {
+        sc->slot[k] = (uint32_t)(ptrace_rand(&seed) % sc->live);
+        sc->size[k] = ptrace_log_uniform(&seed, sc->lo, sc->hi);
+    }
+    return 0;
+}
+
+static void scenario_free(scenario_t *sc)
+{
+    free(sc->fill);
+    free(sc->slot);
+    free(sc->size);
+}
+
+/* Pairs [from, from + n) of the scenario, untimed. */
+static int lat_pass(const peer_ops_t *o, void *p, const scenario_t *sc, uintptr_t *slots,
+                    size_t from, size_t n)
+{
+    int failed = 0;
+    for (size_t k = from; k < from + n && !failed; k++) {
+        uint32_t i = sc->slot[k];
+        o->free(p, slots[i]);
+        failed = o->alloc(p, sc->size[k], &slots[i]);
+    }
+    return failed;
+}
+
+/* One run: a fresh instance; fill; the warm-up pairs; the mean pass (untimed, wall clock
+ * around all of it: exact, free of the timer's resolution); then each pair of the timed pass
+ * on its own.  slots[live], ticks[pairs]. */
+static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots, uint64_t *ticks)
+{
+    lat_t r = {0, 0, 0, 0, 1};
+    void *p = o->create(LAT_RANGE);
+    if (!p) return r;
+    int failed = 0;
+    for (size_t i = 0; i < sc->live && !failed; i++) failed = o->alloc(p, sc->fill[i], &slots[i]);
+    failed = failed || lat_pass(o, p, sc, slots, 0, sc->warm);
+    double w0 = ptimer_wall_ns();
+    failed = failed || lat_pass(o, p, sc, slots, sc->warm, sc->pairs);
+    r.mean = (ptimer_wall_ns() - w0) / (double)sc->pairs;
+    for (size_t k = 0; k < sc->pairs && !failed; k++) {
+        size_t e = sc->warm + sc->pairs + k;
+        uint32_t i = sc->slot[e];
+        uintptr_t victim = slots[i]; /* the bench's own bookkeeping, before the timer */
+        uint64_t t0 = ptimer_begin();
+        o->free(p, victim);
+        int rc = o->alloc(p, sc->size[e], &slots[i]);
+        uint64_t t1 = ptimer_end();
+        ticks[k] = t1 - t0;
+        failed = rc;
+    }
+    if (!failed) {
+        ptimer_sort(ticks, sc->pairs);
+        r.median = ptimer_ns(ptimer_quantile(ticks, sc->pairs, 0.5));
+        r.p99 = ptimer_ns(ptimer_quantile(ticks, sc->pairs, 0.99));
+        r.p999 = ptimer_ns(ptimer_quantile(ticks, sc->pairs, 0.999));
+        r.failed = 0;
+        /* Host peers must get their blocks back (an arena's destroy drops them all). */
+        for (size_t i = 0; i < sc->live; i++) o->free(p, slots[i]);
+    }
+    o->destroy(p);
+    return r;
+}
+
+/* ---- BENCH_PEERS lines, printed at the end ------------------------------------------------------ */
+static char *g_lines;
+static size_t g_lines_len, g_lines_cap;
+
+static void __attribute__((format(printf, 1, 2))) bench_line(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
+    if (g_lines_len + len + 2 > g_lines_cap) {
+        size_t cap = 2 * (g_lines_cap + len + 2);
+        char *l = realloc(g_lines, cap);
+        if (!l) return;
+        g_lines = l;
+        g_lines_cap = cap;
+    }
+    memcpy(g_lines + g_lines_len, buf, len);
+    g_lines_len += len;
+    g_lines[g_lines_len++] = '\n';
+    g_lines[g_lines_len] = '\0';
+}
+
+/* ---- A. the latency tables ---------------------------------------------------------------------- */
+typedef struct contender {
+    const peer_ops_t *ops; /* the allocator */
+    lat_t run[RUNS];       /* each run's figures */
+    lat_t med;             /* medians over the runs */
+} contender_t;
+
+static void lat_medians(contender_t *c)
+{
+    c->med.failed = 0;
+    for (int r = 0; r < RUNS; r++) c->med.failed |= c->run[r].failed;
+    c->med.median = median3(c->run[0].median, c->run[1].median, c->run[2].median);
+    c->med.p99 = median3(c->run[0].p99, c->run[1].p99, c->run[2].p99);
+    c->med.p999 = median3(c->run[0].p999, c->run[1].p999, c->run[2].p999);
+    c->med.mean = median3(c->run[0].mean, c->run[1].mean, c->run[2].mean);
+}
+
+enum figure { FIG_MEDIAN, FIG_P99, FIG_P999, FIG_MEAN, FIG_COUNT };
+static const char *const g_figure_name[FIG_COUNT] = {"median", "p99", "p99.9", "mean"};
+
+static double figure_of(const lat_t *l, enum figure f)
+{
+    return f == FIG_MEDIAN ? l->median : f == FIG_P99 ? l->p99 : f == FIG_P999 ? l->p999 : l->mean;
+}
+
+/* Index of the peer (not npupool, entry 0) with the lowest figure f, or -1. */
+static int best_peer(const contender_t *c, size_t n, enum figure f)
+{
+    int best = -1;
+    for (size_t i = 1; i < n; i++)
+        if (!c[i].med.failed && (best < 0 || figure_of(&c[i].med, f) < figure_of(&c[best].med, f)))
+            best = (int)i;
+    return best;
+}
+
+typedef struct summary {
+    char label[96];            /* "1000 (512B..1MiB)" */
+    size_t live;               /* the scenario's live blocks */
+    contender_t c[MAX_ALLOCS]; /* every allocator's figures, npupool first */
+    size_t n;                  /* entries of c */
+} summary_t;
+
+static void lat_scale(scenario_t *sc, contender_t *c, size_t n, summary_t *sum)
+{
+    char a[32], b[32], range[64];
+    snprintf(range, sizeof range, "%s..%s", human(sc->lo, a, sizeof a), human(sc->hi, b, sizeof b));
+    uintptr_t *slots = malloc(sc->live * sizeof *slots);
+    uint64_t *ticks = malloc(sc->pairs * sizeof *ticks);
+    if (!slots || !ticks || scenario_make(sc, 0x5eed0000u + sc->live) != 0) {
+        fprintf(stderr, "bench_peers: out of host memory for %zu live\n", sc->live);
+        exit(1);
+    }
+    for (int r = 0; r < RUNS; r++)
+        for (size_t i = 0; i < n; i++) c[i].run[r] = lat_run(c[i].ops, sc, slots, ticks);
+    for (size_t i = 0; i < n; i++) {
+        lat_medians(&c[i]);
+        const lat_t *m = &c[i].med;
+        if (m->failed) {
+            printf("%-9zu %-14s %-9s  an allocation failed\n", sc->live, range, c[i].ops->name);
+        } else {
+            printf("%-9zu %-14s %-9s %8.1f %8.1f %8.1f %8.1f %8.2f %8.2f\n", sc->live, range,
+                   c[i].ops->name, m->median, m->p99, m->p999, m->mean, c[0].med.median / m->median,
+                   c[0].med.mean / m->mean);
+        }
+        bench_line("BENCH_PEERS kind=latency live=%zu lo=%zu hi=%zu alloc=%s runs=%d pairs=%zu "
+                   "warm=%zu median_ns=%.1f p99_ns=%.1f p999_ns=%.1f mean_ns=%.2f failed=%d",
+                   sc->live, sc->lo, sc->hi, c[i].ops->name, RUNS, sc->pairs, sc->warm, m->median,
+                   m->p99, m->p999, m->mean, m->failed);
+    }
+    fflush(stdout);
+    snprintf(sum->label, sizeof sum->label, "%zu (%s)", sc->live, range);
+    memcpy(sum->c, c, n * sizeof *c);
+    sum->n = n;
+    sum->live = sc->live;
+    free(slots);
+    free(ticks);
+    scenario_free(sc);
+}
+
+static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
+{
+    size_t pairs = (size_t)(200000 * scale), big = (size_t)(1000000 * scale);
+    pairs = pairs < 2000 ? 2000 : pairs;
+    big = big < 10000 ? 10000 : big;
+    scenario_t sc[3] = {
+        {.live = 1000, .lo = 512, .hi = MiB},
+        {.live = 100000, .lo = 512, .hi = 256 * KiB},
+        {.live = big, .lo = 64, .hi = 64 * KiB},
+    };
+    summary_t sum[3];
+    contender_t c[MAX_ALLOCS];
+    printf("\nA. free+malloc pair latency in steady state, ns: median over %d interleaved runs of "
+           "each run's median / p99 / p99.9 (%zu pairs timed one by one) and mean (%zu other "
+           "pairs, untimed, wall clock / pairs); np/this = npupool's figure / this one's\n",
+           RUNS, pairs, pairs);
+    printf("%-9s %-14s %-9s %8s %8s %8s %8s %8s %8s\n", "live", "sizes", "allocator", "median",
+           "p99", "p99.9", "mean", "np/this", "np/this");
+    printf("%-9s %-14s %-9s %8s %8s %8s %8s %8s %8s\n", "", "", "", "", "", "", "", "median",
+           "mean");
+    for (int s = 0; s < 3; s++) {
+        size_t w = sc[s].live < 500000 ? sc[s].live : 500000;
+        sc[s].warm = (size_t)((double)(w > 20000 ? w : 20000) * (scale < 1 ? scale : 1));
+        sc[s].pairs = pairs;
+        memset(c, 0, sizeof c);
+        for (size_t i = 0; i < n; i++) c[i].ops = ops[i];
+        lat_scale(&sc[s], c, n, &sum[s]);
+    }
+    printf("\nsummary: npupool against the best of the others, figure by figure\n");
+    printf("%-24s %-7s %9s  %-20s %8s\n", "live (sizes)", "figure", "npupool", "best peer",
+           "np/best");
+    for (int s = 0; s < 3; s++) {
+        const summary_t *m = &sum[s];
+        for (enum figure f = FIG_MEDIAN; f < FIG_COUNT; f++) {
+            if (f == FIG_P99) continue;
+            int b = best_peer(m->c, m->n, f);
+            double np = figure_of(&m->c[0].med, f);
+            double bv = b > 0 ? figure_of(&m->c[b].med, f) : 0;
+            char best[64] = "-", ratio[16] = "-";
+            if (b > 0) {
+                snprintf(best, sizeof best, "%s %.1f", m->c[b].ops->name, bv);
+                snprintf(ratio, sizeof ratio, "%.2f", np / bv);
+            }
+            printf("%-24s %-7s %9.1f  %-20s %8s\n", f == FIG_MEDIAN ? m->label : "",
+                   g_figure_name[f], np, best, ratio);
+            bench_line("BENCH_PEERS kind=latency_summary live=%zu figure=%s npupool_ns=%.2f "
+                       "best=%s best_ns=%.2f np_over_best=%s",
+                       m->live, g_figure_name[f], np, b > 0 ? m->c[b].ops->name : "-", bv, ratio);
+        }
+    }
+    const lat_t *np_1k = &sum[0].c[0].med, *np_big = &sum[2].c[0].med;
+    printf("npupool at %zu live / npupool at 1,000 live: median %.2f, mean %.2f\n", sc[2].live,
+           np_big->median / np_1k->median, np_big->mean / np_1k->mean);
+    bench_line("BENCH_PEERS kind=scaling live_big=%zu npupool_big_over_1k_median=%.3f "
+               "npupool_big_over_1k_mean=%.3f",
+               sc[2].live, np_big->median / np_1k->median, np_big->mean / np_1k->mean);
+}
+
+/* ---- B. fragmentation --------------------------------------------------------------------------- */
+typedef struct frag_entry {
+    const peer_ops_t *ops;   /* for the bisection */
+    const peer_ops_t *waste; /* the same allocator with block_size (npupool: the tracking one) */
+} frag_entry_t;
+
+/* Run the whole trace in an arena of `arena` bytes; returns the refusals.  Without `waste`
+ * it stops at the first; with it, *waste = mean (block bytes - requested) per allocation. */
+static size_t frag_run(const peer_ops_t *o, const ptrace_t *t, size_t arena, uintptr_t *addr,
+                       unsigned char *ok, double *waste)
+{
+    void *p = o->create(arena);
+    if (!p) return 1;
+    size_t fails = 0, n = 0;
+    double sum = 0;
+    memset(ok, 0, t->nallocs);
+    for (size_t e = 0; e < t->nev; e++) {
+        uint32_t id = t->ev[e].id;
+        if (t->ev[e].free) {
+            if (ok[id]) o->free(p, addr[id]);
+        } else if (o->alloc(p, t->size[id], &addr[id]) == 0) {
+            ok[id] = 1;
+            if (waste) sum += (double)(o->block_size(p, addr[id]) - t->size[id]), n++;
+        } else if (fails++, !waste) {
+            break;
+        }
+    }
+    o->destroy(p);
+    if (waste) *waste = n ? sum / (double)n : 0;
+    return fails;
+}
+
+/* The smallest arena (to peak/4096, at least 64 KiB) that runs the trace without a refusal;
+ * 0 if even 64 x peak does not. */
+static size_t min_arena(const peer_ops_t *o, const ptrace_t *t, uintptr_t *addr, unsigned char *ok)
+{
+    size_t res = t->peak_live / 4096;
+    res = (res < 64 * KiB ? 64 * KiB : res + PEER_GRAN - 1) & ~(size_t)(PEER_GRAN - 1);
+    size_t lo = t->peak_live - 1; /* fails: the live blocks alone need more */
+    size_t hi = (t->peak_live + res - 1) / res * res;
+    while (frag_run(o, t, hi, addr, ok, NULL)) {
+        lo = hi;
+        hi *= 2;
+        if (hi > 64 * t->peak_live) return 0;
+    }
+    while (hi - lo > res) {
+        size_t mid = (lo + (hi - lo) / 2) & ~(size_t)(PEER_GRAN - 1);
+        if (mid <= lo) mid = lo + 1;
+        if (frag_run(o, t, mid, addr, ok, NULL))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+#define NSEEDS 3
+typedef struct frag_cell {
+    size_t peak, arena; /* peak live bytes, smallest arena */
+    double ratio;       /* arena / peak (0: none found) */
+    double waste;       /* mean bytes per block beyond the request */
+} frag_cell_t;
+
+static double median_of(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    return n ? v[n / 2] : 0;
+}
+
+/* One trace family (1..NSEEDS traces) through every arena allocator; prints its rows and
+ * returns npupool's and bestfit's median ratios. */
+static void frag_family(ptrace_t *tr, int ntr, const frag_entry_t *fe, size_t nfe, double *ratio_np,
+                        double *ratio_bf)
+{
+    frag_cell_t cell[8][NSEEDS];
+    for (size_t a = 0; a < nfe; a++)
+        for (int s = 0; s < ntr; s++) {
+            ptrace_t *t = &tr[s];
+            uintptr_t *addr = malloc(t->nallocs * sizeof *addr);
+            unsigned char *ok = malloc(t->nallocs ? t->nallocs : 1);
+            frag_cell_t *c = &cell[a][s];
+            *c = (frag_cell_t){t->peak_live, 0, 0, 0};
+            if (addr && ok) c->arena = min_arena(fe[a].ops, t, addr, ok);
+            if (c->arena) {
+                frag_run(fe[a].waste, t, c->arena, addr, ok, &c->waste);
+                c->ratio = (double)c->arena / (double)t->peak_live;
+            }
+            bench_line("BENCH_PEERS kind=frag trace=%s seed=%d alloc=%s events=%zu peak_live=%zu "
+                       "min_arena=%zu min_over_peak=%.4f waste_per_block=%.1f",
+                       t->name, s + 1, fe[a].ops->name, t->nev, c->peak, c->arena, c->ratio,
+                       c->waste);
+            free(addr);
+            free(ok);
+        }
+    for (size_t a = 0; a < nfe; a++) {
+        double r[NSEEDS], w[NSEEDS];
+        char each[64] = "", pk[32], ar[32], ws[32];
+        size_t at = 0;
+        for (int s = 0; s < ntr; s++) {
+            r[s] = cell[a][s].ratio;
+            w[s] = cell[a][s].waste;
+            at += (size_t)snprintf(each + at, sizeof each - at, "%s%.3f", s ? " " : "", r[s]);
+        }
+        double mr = median_of(r, ntr), mw = median_of(w, ntr);
+        if (mw >= (double)MiB)
+            snprintf(ws, sizeof ws, "%.1f MiB", mw / (double)MiB);
+        else if (mw >= 100.0 * KiB)
+            snprintf(ws, sizeof ws, "%.1f KiB", mw / (double)KiB);
+        else
+            snprintf(ws, sizeof ws, "%.0f B", mw);
+        printf("%-8s %-9s %9s %9s  %-20s %7.3f %11s\n", tr[0].name, fe[a].ops->name,
+               human(cell[a][0].peak, pk, sizeof pk), human(cell[a][0].arena, ar, sizeof ar), each,
+               mr, ws);
+        if (fe[a].ops == fe[0].ops) *ratio_np = mr;
+        if (fe[a].ops == &peer_bestfit) *ratio_bf = mr;
+    }
+    printf("%-8s npupool / bestfit (medians): %.3f\n", tr[0].name, *ratio_np / *ratio_bf);
+    bench_line("BENCH_PEERS kind=frag_summary trace=%s npupool_min_over_peak=%.4f "
+               "bestfit_min_over_peak=%.4f np_over_bestfit=%.4f",
+               tr[0].name, *ratio_np, *ratio_bf, *ratio_np / *ratio_bf);
+    fflush(stdout);
+}
+
+static void frag_section(double scale, const char *rmm_path)
+{
+    static const frag_entry_t fe[] = {
+        {&g_npupool, &g_npupool_track}, {&peer_tlsf, &peer_tlsf},   {&peer_o1heap, &peer_o1heap},
+        {&peer_bestfit, &peer_bestfit}, {&g_firstfit, &g_firstfit},
+    };
+    size_t nfe = sizeof fe / sizeof fe[0];
+    size_t ntensor = (size_t)(20000 * scale), npairs = (size_t)(20000 * scale);
+    ntensor = ntensor < 1000 ? 1000 : ntensor;
+    npairs = npairs < 2000 ? 2000 : npairs;
+    printf("\nB. fragmentation: smallest arena that runs the trace (bisection to peak/4096) / peak "
+           "live requested bytes, per seed and their median; waste = mean (block bytes - "
+           "requested) per allocation\n");
+    printf("   tensor: bench_frag's tensor trace, %zu allocations; mixed: 1,250 live blocks "
+           "512 B..8 MiB log-uniform (about 11 live per npupool slab class), %zu replacements; "
+           "rmm: %s\n",
+           ntensor, npairs, rmm_path);
+    printf("%-8s %-9s %9s %9s  %-20s %7s %11s\n", "trace", "allocator", "peak(s1)", "arena(s1)",
+           "min/peak per seed", "median", "waste/block");
+    ptrace_t tr[NSEEDS];
+    double np, bf;
+    for (int s = 0; s < NSEEDS; s++)
+        if (ptrace_tensor(&tr[s], ntensor, (uint64_t)s + 1) != 0) exit(1);
+    frag_family(tr, NSEEDS, fe, nfe, &np, &bf);
+    for (int s = 0; s < NSEEDS; s++) ptrace_release(&tr[s]);
+    for (int s = 0; s < NSEEDS; s++)
+        if (ptrace_mixed(&tr[s], 1250, npairs, (uint64_t)s + 1) != 0) exit(1);
+    frag_family(tr, NSEEDS, fe, nfe, &np, &bf);
+    for (int s = 0; s < NSEEDS; s++) ptrace_release(&tr[s]);
+    if (access(rmm_path, R_OK) != 0 || ptrace_load(&tr[0], rmm_path, "rmm") != 0) {
+        printf("rmm      skipped: %s cannot be read\n", rmm_path);
+        return;
+    }
+    frag_family(tr, 1, fe, nfe, &np, &bf);
+    ptrace_release(&tr[0]);
+}
+
+int main(int argc, char **argv)
+{
+    peer_host_prepare(argv);
+    double scale = argc > 1 ? strtod(argv[1], NULL) : 1.0;
+    if (!(scale > 0) || scale > 10) scale = 1.0;
+    const char *rmm =
+        getenv("BENCH_PEERS_TRACE") ? getenv("BENCH_PEERS_TRACE") : "traces/rmm_random.trace";
+    char load0[64], load1[64], cpu[256];
+    read_loadavg(load0, sizeof load0);
+    read_cpu_model(cpu, sizeof cpu);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("bench_peers: npupool's pool against peer allocators, one process, identical sequences "
+           "(scale %.3g)\n",
+           scale);
+    printf("machine: nproc %ld, cpu \"%s\", load average at start %s\n", ncpu, cpu, load0);
+    ptimer_calibrate();
+    printf("timer: %s, %.4f ns/tick (calibrated against CLOCK_MONOTONIC), resolution %.1f ns, "
+           "empty-region cost %.1f ns subtracted from every sample\n",
+           ptimer_cal.source, ptimer_cal.ns_per_tick,
+           ptimer_cal.resolution_ticks * ptimer_cal.ns_per_tick,
+           ptimer_cal.overhead_ticks * ptimer_cal.ns_per_tick);
+
+    const peer_ops_t *lat[MAX_ALLOCS];
+    size_t n = 0;
+    lat[n++] = &g_npupool;
+    printf("allocators:\n  %-9s %s\n", g_npupool.name, g_npupool.about);
+    for (const peer_ops_t *const *p = peer_arenas; *p; p++) {
+        lat[n++] = *p;
+        printf("  %-9s %s\n", (*p)->name, (*p)->about);
+    }
+    printf("  %-9s %s\n", g_firstfit.name, g_firstfit.about);
+    for (const peer_ops_t *const *p = peer_hosts; *p; p++) {
+        const char *why = peer_host_unavailable(*p);
+        printf("  %-9s %s\n", (*p)->name, why ? why : (*p)->about);
+        if (why)
+            bench_line("BENCH_PEERS kind=skipped alloc=%s reason=\"%s\"", (*p)->name, why);
+        else
+            lat[n++] = *p;
+    }
+    lat_section(scale, lat, n);
+    frag_section(scale, rmm);
+    read_loadavg(load1, sizeof load1);
+    printf("\nload average at start %s, at end %s\n\n", load0, load1);
+    printf("BENCH_PEERS kind=machine nproc=%ld cpu=\"%s\" load_start=\"%s\" load_end=\"%s\" "
+           "scale=%.3g timer=%s\n",
+           ncpu, cpu, load0, load1, scale, ptimer_cal.source);
+    fputs(g_lines ? g_lines : "", stdout);
+    free(g_lines);
+    return 0;
+}
