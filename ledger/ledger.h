@@ -50,11 +50,15 @@ extern "C" {
 typedef void *(*ledger_dlsym_fn)(void *handle, const char *name);
 
 typedef struct ledger_config {
-    int backtrace_depth;   /* frames kept per stack, 0 = capture off (NPUPOOL_BACKTRACE_DEPTH) */
-    ledger_dlsym_fn dlsym; /* see above */
+    int backtrace_depth;     /* frames kept per stack, 0 = capture off (NPUPOOL_BACKTRACE_DEPTH) */
+    ledger_dlsym_fn dlsym;   /* see above */
+    const char *file;        /* NPUPOOL_LEDGER_FILE: the ledger file's path pattern (%p %r %t),
+                                NULL/"" = in memory only (ledger_file.h); must stay valid */
+    const char *file_config; /* the options as "NAME=VALUE\n" text for the file's header */
 } ledger_config_t;
 
 /* Once at start-up (idempotent; a second call only changes the depth).  depth 0 = capture off.
+ * With cfg->file, the first call also makes the ledger file (ledger_file.h).
  * Opens libunwind (dlopen of libunwind.so.8, RTLD_LOCAL) and unwinds once so that its caches and
  * lazy bindings are warm before the first allocation.  When libunwind cannot be loaded, capture
  * stays off and one `npupool:` line says so. */
