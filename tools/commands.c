@@ -2,7 +2,7 @@
 #include "commands.h"
 
 const cli_cmd_t *const commands_all[] = {
-    &cmd_summary, &cmd_leaks,     &cmd_diff,   &cmd_flame,
-    &cmd_map,     &cmd_symbolize, &cmd_replay, &cmd_export,
+    &cmd_summary,   &cmd_leaks,  &cmd_diff,   &cmd_flame,   &cmd_map,
+    &cmd_symbolize, &cmd_replay, &cmd_export, &cmd_recover,
 };
 const int commands_count = (int)(sizeof commands_all / sizeof commands_all[0]);
