@@ -34,6 +34,13 @@ $(E2E_CC:%=$(PROG_DIR)/%): $(PROG_DIR)/%: $(BUILD)/obj/tests/programs/%.o $(FAKE
 	@mkdir -p $(dir $@)
 	$(CXX) -o $@ $< -L$(FAKEACL_DIR) -lascendcl $(FAKEACL_RPATH) $(LDFLAGS)
 
+# postmortem's dlopen mode: one source, two libraries (leak_in_a, leak_in_b).
+$(PROG_DIR)/libpostmortem_%.so: tests/programs/postmortem_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -DLIB=$* $(if $(filter b,$*),-DPAD) -shared -o $@ $< $(LDFLAGS)
+
+ALL_TARGETS += $(PROG_DIR)/libpostmortem_a.so $(PROG_DIR)/libpostmortem_b.so
+
 # The fake runtime once more, without a DT_SONAME (as a runtime may be shipped), for the
 # discovery case (tests/cases/shim_discovery.sh): npupool must find it by file name.
 FAKEACL_NOSONAME := $(BUILD)/fakeacl-nosoname/libascendcl.so

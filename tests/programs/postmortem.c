@@ -17,9 +17,13 @@
  *             child_leak and exits (CHILD <pid> <line>); the parent waits, then kills itself
  *   own-before, own-after   installs its own SIGSEGV handler (it prints OWN and exits 3) before
  *             the first ACL call or after it, then writes through a null pointer
+ *   dlopen A B   loads library A (libpostmortem_a.so), leaks 3 blocks from its leak_in_a,
+ *             unloads it, loads B, leaks 2 from leak_in_b, prints their SITE lines (and SAME 1
+ *             when B was loaded where A was), then kills itself
  * tests/cases/postmortem_*.sh compare what `npupool recover` says with these lines.
  * Usage: postmortem MODE [scale]
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -153,6 +157,26 @@ int main(int argc, char **argv)
         usleep(200 * 1000);
     }
     fflush(stdout);
+    if (!strcmp(mode, "dlopen") && argc > 3) {
+        const char *name[2] = {"leak_in_a", "leak_in_b"};
+        int count[2] = {3, 2};
+        void *where[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++) {
+            void *h = dlopen(argv[2 + k], RTLD_NOW | RTLD_LOCAL);
+            CHECK(h != NULL);
+            if (!h) break;
+            int (*leak)(int) = (int (*)(int))dlsym(h, name[k]);
+            CHECK(leak != NULL);
+            where[k] = (void *)leak;
+            int line = leak ? leak(count[k]) : -1;
+            printf("SITE %s %d %d %d tests/programs/postmortem_lib.c\n", name[k], count[k],
+                   2048 * count[k], line);
+            dlclose(h);
+        }
+        printf("SAME %d\n", where[0] == where[1]);
+        fflush(stdout);
+        kill(getpid(), SIGKILL);
+    }
     if (!strcmp(mode, "kill") || !strcmp(mode, "threads")) kill(getpid(), SIGKILL);
     if (!strncmp(mode, "segv", 4) || !strncmp(mode, "own-", 4))
         *(volatile int *)(uintptr_t)argc = 0; /* argc is never a mapping */
