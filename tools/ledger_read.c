@@ -294,8 +294,11 @@ static int read_header(rd_t *d)
     if (c.magic != LFMT_CHUNK_MAGIC || c.kind != LFMT_KIND_HEADER)
         return fail(d, 0, "not an npupool ledger file");
     if (c.check != lfmt_chunk_check(&c) || c.offset != 0 || c.size < sizeof(lfmt_header_t) ||
-        c.size % LFMT_ALIGN || c.size > d->len)
+        c.size % LFMT_ALIGN)
         return fail(d, 0, "the header chunk is damaged");
+    if (c.size > d->len)
+        return fail(d, 0, "truncated: %zu bytes, not even its header (%llu)", d->len,
+                    (unsigned long long)c.size);
     memcpy(&r->hdr, d->buf, sizeof r->hdr);
     lfmt_header_t *h = &r->hdr;
     if (memcmp(h->format, LFMT_FORMAT, sizeof LFMT_FORMAT) != 0) {

@@ -87,8 +87,9 @@ FUZZ_CC      ?= clang
 FUZZ_CFLAGS  := -g -O1 -std=gnu11 -Wall -Wextra -DNPUPOOL_DEBUG=2 $(TOOLS_INC) \
                 -fsanitize=fuzzer,address,undefined
 FUZZ_COMMON  := tools/tools.c tools/input.c tools/jsonscan.c tools/report_read.c tools/trace_read.c \
-                tools/site.c $(BASE_SRCS)
-FUZZ_TARGETS := $(FUZZ_DIR)/fuzz_report $(FUZZ_DIR)/fuzz_trace $(FUZZ_DIR)/fuzz_suppress
+                tools/site.c tools/ledger_read.c $(BASE_SRCS)
+FUZZ_TARGETS := $(FUZZ_DIR)/fuzz_report $(FUZZ_DIR)/fuzz_trace $(FUZZ_DIR)/fuzz_suppress \
+                $(FUZZ_DIR)/fuzz_ledger
 
 $(FUZZ_DIR)/%: fuzz/%.c $(FUZZ_COMMON) $(wildcard tools/*.h base/*.h) | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
