@@ -203,9 +203,7 @@ typedef struct lfmt_device_chunk {
 
 static inline uint64_t lfmt_mix(uint64_t x)
 {
-    x ^= x >> 32;
-    x *= 0xd6e8feb86659fd93ull;
-    x ^= x >> 32;
+    x ^= x >> 29;
     x *= 0xd6e8feb86659fd93ull;
     x ^= x >> 32;
     return x;

@@ -241,11 +241,18 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
         r->time_ns = now;
         r->stack_id = stack_id;
         r->tid = tid;
-        if (ledger_file_on()) {
-            ledger_record_t e;
-            rec_export(r, &e);
-            ledger_file_put(shard_index(s), n, &e);
-        }
+        if (ledger_file_on())
+            ledger_file_record(shard_index(s), n,
+                               &(lfmt_record_t){.addr = addr,
+                                                .requested = r->requested,
+                                                .granted = r->granted,
+                                                .seq = seq,
+                                                .time_ns = now,
+                                                .stack_id = stack_id,
+                                                .tid = tid,
+                                                .device = (int16_t)r->device,
+                                                .entry = (uint8_t)r->entry,
+                                                .origin = (uint8_t)r->origin});
     }
     pthread_mutex_unlock(&s->lock);
 }

@@ -96,14 +96,6 @@ typedef struct module_list {
     size_t bytes; /* host memory, bytes */
 } module_list_t;
 
-/* A shard's slots (guarded by the shard's lock). */
-typedef struct mshard {
-    lfmt_record_t **grp; /* group g -> its LFMT_GROUP slots */
-    uint32_t grp_cap;    /* entries allocated in grp */
-    uint32_t mapped;     /* records n < mapped have a slot */
-    uint32_t next_slots; /* slots of the next record chunk (0 = REC_FIRST) */
-} mshard_t;
-
 static struct {
     pthread_mutex_t lock;    /* the file lock: every field below */
     const char *pattern;     /* NPUPOOL_LEDGER_FILE */
@@ -135,7 +127,8 @@ static struct {
         .stacks.kind = LFMT_KIND_STACKS,
         .modules.kind = LFMT_KIND_MODULES};
 
-static mshard_t msh[LEDGER_SHARDS];
+ledger_file_shard_t ledger_file_shards[LEDGER_SHARDS];
+#define msh ledger_file_shards
 int ledger_file_mirroring;                      /* atomic: the hooks' switch */
 uint32_t ledger_file_modules_checked;           /* atomic: see ledger_file.h */
 static int lf_configured;                       /* atomic: a pattern was given */
@@ -680,7 +673,7 @@ LEDGER_FILE_HIDDEN void ledger_file_open(const ledger_config_t *cfg)
 
 /* ---- records ------------------------------------------------------------------------------- */
 
-static int grp_reserve(mshard_t *m, uint32_t groups)
+static int grp_reserve(ledger_file_shard_t *m, uint32_t groups)
 {
     uint32_t cap = m->grp_cap ? m->grp_cap : 16;
     while (cap < groups) cap *= 2;
@@ -705,7 +698,7 @@ static int shard_grow(unsigned k, uint32_t n)
         note_unmirrored();
         return 0;
     }
-    mshard_t *m = &msh[k];
+    ledger_file_shard_t *m = &msh[k];
     pthread_mutex_lock(&lf.lock);
     if (lf.state == LF_PENDING) {
         if (file_create_locked(NULL) != 0) {
@@ -738,33 +731,9 @@ static lfmt_record_t *slot_of(unsigned k, uint32_t n)
     return msh[k].grp[n / LFMT_GROUP] + n % LFMT_GROUP;
 }
 
-LEDGER_FILE_HIDDEN void ledger_file_put(unsigned k, uint32_t n, const ledger_record_t *r)
+LEDGER_FILE_HIDDEN lfmt_record_t *ledger_file_slot_slow(unsigned k, uint32_t n)
 {
-    if (n >= msh[k].mapped && !shard_grow(k, n)) return;
-    lfmt_record_t v = {.addr = r->addr,
-                       .requested = r->requested,
-                       .granted = r->granted,
-                       .seq = r->seq,
-                       .time_ns = r->time_ns,
-                       .stack_id = r->stack_id,
-                       .tid = r->tid,
-                       .device = (int16_t)r->device,
-                       .entry = (uint8_t)r->entry,
-                       .origin = (uint8_t)r->origin};
-    lfmt_record_t *s = slot_of(k, n);
-    /* WRITING first: a death between here and the check word leaves a torn slot (counted), not
-     * a free one.  What survives a death is what was stored in program order, so keeping the
-     * compiler from moving the field stores above it is enough; a reader of a running process
-     * does not depend on it (a check that does not match the fields is torn whatever it saw). */
-    __atomic_store_n(&s->check, (uint64_t)LFMT_CHECK_WRITING, __ATOMIC_RELAXED);
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    memcpy(s, &v, offsetof(lfmt_record_t, check));
-    __atomic_store_n(&s->check, lfmt_record_check(&v), __ATOMIC_RELEASE);
-}
-
-LEDGER_FILE_HIDDEN void ledger_file_clear(unsigned k, uint32_t n)
-{
-    if (n < msh[k].mapped) __atomic_store_n(&slot_of(k, n)->check, 0, __ATOMIC_RELEASE);
+    return shard_grow(k, n) ? slot_of(k, n) : NULL;
 }
 
 LEDGER_FILE_HIDDEN void ledger_file_shard_clear(unsigned k)
@@ -908,7 +877,7 @@ void ledger_file_close(int remove)
     module_list_free(&lf.mods);
     for (unsigned k = 0; k < LEDGER_SHARDS; k++) {
         free(msh[k].grp);
-        msh[k] = (mshard_t){0};
+        msh[k] = (ledger_file_shard_t){0};
     }
     lf.fork_child = 0;
     lf.fork_seq = 0;

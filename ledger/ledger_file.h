@@ -27,6 +27,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ledger.h"
 #include "ledger_format.h"
@@ -46,10 +47,44 @@ static inline int ledger_file_on(void)
 /* Create the file when cfg->file is a pattern and none is open (ledger_init).  Failure costs one
  * line and leaves the ledger in memory. */
 LEDGER_FILE_HIDDEN void ledger_file_open(const ledger_config_t *cfg);
-/* Record n of shard `shard` now holds *r (pre: that shard's lock held). */
-LEDGER_FILE_HIDDEN void ledger_file_put(unsigned shard, uint32_t n, const ledger_record_t *r);
-/* Record n of shard `shard` is free (pre: that shard's lock held). */
-LEDGER_FILE_HIDDEN void ledger_file_clear(unsigned shard, uint32_t n);
+/* A shard's slots (guarded by the shard's lock; ledger_file.c grows them). */
+typedef struct ledger_file_shard {
+    lfmt_record_t **grp; /* group g -> its LFMT_GROUP slots */
+    uint32_t grp_cap;    /* entries allocated in grp */
+    uint32_t mapped;     /* records n < mapped have a slot */
+    uint32_t next_slots; /* slots of the next record chunk (0 = the first size) */
+} ledger_file_shard_t;
+extern ledger_file_shard_t ledger_file_shards[LEDGER_SHARDS] LEDGER_FILE_HIDDEN;
+
+/* The slot of record n when it has none yet: carves record chunks (a fork child's file is made
+ * here).  NULL when there is no space (counted in the header). */
+LEDGER_FILE_HIDDEN lfmt_record_t *ledger_file_slot_slow(unsigned shard, uint32_t n);
+
+/* Record n of shard `shard` now holds these fields (pre: that shard's lock held).  Inline: the
+ * allocation path's cost is a table load, the stores and the check word.  WRITING first: a death
+ * between it and the check word leaves a torn slot (counted), not a free one; what survives a
+ * death is what was stored in program order, so keeping the compiler from moving the field
+ * stores above it is enough (a reader of a running process does not depend on it: a check that
+ * does not match the fields is torn whatever it saw). */
+static inline void ledger_file_record(unsigned shard, uint32_t n, const lfmt_record_t *v)
+{
+    const ledger_file_shard_t *m = &ledger_file_shards[shard];
+    lfmt_record_t *s =
+        n < m->mapped ? m->grp[n / LFMT_GROUP] + n % LFMT_GROUP : ledger_file_slot_slow(shard, n);
+    if (!s) return;
+    __atomic_store_n(&s->check, (uint64_t)LFMT_CHECK_WRITING, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    memcpy(s, v, offsetof(lfmt_record_t, check));
+    __atomic_store_n(&s->check, lfmt_record_check(v), __ATOMIC_RELEASE);
+}
+
+/* Record n of shard `shard` is free (pre: that shard's lock held): one store. */
+static inline void ledger_file_clear(unsigned shard, uint32_t n)
+{
+    const ledger_file_shard_t *m = &ledger_file_shards[shard];
+    if (n < m->mapped)
+        __atomic_store_n(&m->grp[n / LFMT_GROUP][n % LFMT_GROUP].check, 0, __ATOMIC_RELEASE);
+}
 /* Every record of the shard was forgotten (ledger_clear; pre: its lock held). */
 LEDGER_FILE_HIDDEN void ledger_file_shard_clear(unsigned shard);
 /* Violations of: record n of the shard is exactly *r (NULL = free) in the file (ledger_check;
