@@ -4,10 +4,11 @@
  * module path and the build id asked for.  Addresses: the report's offset is an ELF virtual
  * address; dwfl places an offline module at a bias, so the lookup address is offset + bias.
  * Names: dwfl_module_addrinfo reads .symtab (static functions included), else .dynsym, else
- * .gnu_debugdata; file:line from DWARF, also from a separate debug file found by build id.  C++
- * names are demangled as the shim demangles them in-process, with __cxa_demangle from
- * libstdc++.so.6 when it can be loaded (dlopen, once); each demangled name is kept once per
- * symbol (a small table keyed by the symbol name's address in the module's string table).
+ * .gnu_debugdata; file:line from DWARF, also from a separate debug file found by build id.  Names
+ * are given as the shim writes them in-process: a .dynsym name's symbol version dropped, C++
+ * names demangled with __cxa_demangle from libstdc++.so.6 when it can be loaded (dlopen, once);
+ * each rewritten name is kept once per symbol (a small table keyed by the symbol name's address
+ * in the module's string table).
  */
 #include "symfile.h"
 
@@ -172,10 +173,13 @@ static size_t dname_slot(const dname_t *t, size_t cap, const char *raw)
     return i;
 }
 
-/* The demangled form of a C++ name (kept until symfile_close), else the name itself. */
+/* The name as the shim writes it in-process (kept until symfile_close): a .dynsym name's symbol
+ * version dropped ("__libc_start_main@@GLIBC_2.34"), a C++ name demangled; else the name itself. */
 static const char *demangled(symfile_t *s, const char *raw)
 {
-    if (raw == NULL || raw[0] != '_' || raw[1] != 'Z' || demangler() == NULL) return raw;
+    const char *at = raw ? strchr(raw, '@') : NULL;
+    int cxx = raw && raw[0] == '_' && raw[1] == 'Z' && demangler() != NULL;
+    if (raw == NULL || ((!at || at == raw) && !cxx)) return raw;
     if (s->nnames * 2 >= s->capnames) {
         size_t cap = s->capnames ? s->capnames * 2 : 256;
         dname_t *t = calloc(cap, sizeof *t);
@@ -188,12 +192,16 @@ static const char *demangled(symfile_t *s, const char *raw)
     }
     dname_t *d = &s->names[dname_slot(s->names, s->capnames, raw)];
     if (d->raw) return d->name;
+    char *plain = at && at != raw ? strndup(raw, (size_t)(at - raw)) : NULL;
     int status = -1;
-    char *name = demangler()(raw, NULL, NULL, &status);
+    char *name = cxx ? demangler()(plain ? plain : raw, NULL, NULL, &status) : NULL;
     if (name == NULL || status != 0) {
         free(name);
-        return raw;
+        name = plain; /* the version dropped, or NULL */
+    } else {
+        free(plain);
     }
+    if (name == NULL) return raw;
     d->raw = raw;
     d->name = name;
     s->nnames++;
