@@ -300,16 +300,22 @@ static void file_memory(const char *dir)
     }
     ledger_memory_t m;
     ledger_memory(&m);
+    lfmt_header_t h = {0}; /* its chunk_end: the bytes used, the rest is reserved ahead */
+    FILE *f = fopen(path, "rb");
+    if (!f || fread(&h, sizeof h, 1, f) != 1) h.chunk_end = 0;
+    if (f) fclose(f);
+    double used = (double)h.chunk_end / (double)m.live_records;
     double per = (double)st.st_blocks * 512.0 / (double)m.live_records;
     double host = (double)ledger_file_host_bytes() / (double)m.live_records;
-    printf("  ledger file with %zu live / %zu stacks of 16 frames: %.1f MB on disk, %.1f bytes per "
-           "live allocation (stacks included); mirror host memory %.2f bytes per live "
-           "allocation (on top of the ledger's %.1f)\n",
-           m.live_records, m.stacks, (double)st.st_blocks * 512.0 / 1e6, per, host,
+    printf("  ledger file with %zu live / %zu stacks of 16 frames: %.1f MB reserved, %.1f bytes "
+           "per live allocation (%.1f used: slots, stacks, modules, figures; the rest reserved "
+           "ahead); mirror host memory %.2f bytes per live allocation (on top of the ledger's "
+           "%.1f)\n",
+           m.live_records, m.stacks, (double)st.st_blocks * 512.0 / 1e6, per, used, host,
            (double)m.record_bytes / (double)m.live_records);
     printf("BENCH_LEDGER file_memory live=%zu file_bytes=%lld file_bytes_per_live=%.1f "
-           "mirror_host_bytes_per_live=%.2f\n",
-           m.live_records, (long long)st.st_blocks * 512, per, host);
+           "used_bytes_per_live=%.1f mirror_host_bytes_per_live=%.2f\n",
+           m.live_records, (long long)st.st_blocks * 512, per, used, host);
     ledger_clear();
     ledger_file_close(1);
 }

@@ -8,6 +8,8 @@
  *   - The live-record table (ledger/ledger.c): one 48-byte record per live allocation, keyed by
  *     address, in LEDGER_SHARDS shards (shard = hash of the address), each with its own mutex, its
  *     own open-addressing index of 32-bit record numbers and its own record slab.
+ *   With NPUPOOL_LEDGER_FILE both are mirrored into a file mapped shared (ledger_file.h), which
+ *   outlives the process however it dies (`npupool recover`).
  *
  * Contract:
  *   - ledger_stack_capture() takes no npupool lock and must be called BEFORE the caller takes any
