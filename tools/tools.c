@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -69,6 +70,17 @@ int tools_write_text(const char *out, const char *text, size_t len)
         if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF ||
             fflush(stdout) != 0) {
             tools_err("standard output: write failed");
+            return TOOLS_BAD;
+        }
+        return TOOLS_OK;
+    }
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* /dev/null, /dev/stdout, a FIFO: written in place (a rename would replace the device) */
+        FILE *f = fopen(out, "w");
+        int bad = f == NULL || fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF;
+        if ((f && fclose(f) != 0) || bad) {
+            tools_err("%s: write failed: %s", out, strerror(errno));
             return TOOLS_BAD;
         }
         return TOOLS_OK;

@@ -26,9 +26,9 @@ static inline uint64_t tools_add_sat(uint64_t a, uint64_t b)
 /* cJSON allocates from a never-freed arena from now on (the command, not the fuzzers). */
 void tools_json_arena(void);
 
-/* Write text (a newline is added) to standard output when `out` is NULL or "-", else to the file
- * `out` atomically (a temporary file in its directory, then rename).  TOOLS_OK, or TOOLS_BAD after
- * one message. */
+/* Write text (a newline is added) to standard output when `out` is NULL or "-", in place when
+ * `out` exists and is not a regular file (/dev/null, a FIFO), else to the file `out` atomically (a
+ * temporary file in its directory, then rename).  TOOLS_OK, or TOOLS_BAD after one message. */
 int tools_write_text(const char *out, const char *text, size_t len);
 
 #endif /* NPUPOOL_TOOLS_H */

@@ -3,7 +3,8 @@
 # SIGKILL (no exit hook, no report, no line can run).  `npupool recover` on its ledger file
 # (NPUPOOL_LEDGER_FILE) names exactly those sites with exact counts, bytes and source lines, and
 # nothing that was freed (the busy temporary allocations); the report is schema-valid and
-# consistent, says the process is gone, and nothing was torn.  Counts scale with the run.
+# consistent, says the process is gone, and nothing was torn.  Counts scale with the run.  With the
+# binary moved away (another machine), frames stay unnamed, and --root DIR finds it under DIR.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -46,4 +47,21 @@ for scale in 1 3; do
     "$NP" leaks rec.json | grep -q "leak_big_global" || fail "npupool leaks on the recovered report"
     "$NP" summary rec.json | grep -q "recovered" || fail "npupool summary on the recovered report"
 done
+# from another machine: the binary is not where the file says; --root DIR finds it under DIR
+mkdir -p bin && cp "$PROGS/postmortem" bin/postmortem
+rm -f k-*.ledger
+(LD_PRELOAD="${SANRT:+$SANRT }$SHIM" NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/k-%p.ledger" ./bin/postmortem kill \
+    >out 2>/dev/null)
+mkdir -p "root$TMPDIR_CASE/bin" && mv bin/postmortem "root$TMPDIR_CASE/bin/"
+file=$(ls k-*.ledger) || fail "no ledger file (moved binary)"
+"$NP" recover "$file" -o moved.json 2>rerr || fail "recover without the binary"
+grep -q "module not found" rerr || { cat rerr; fail "the moved binary was found without --root"; }
+jq -e '[.leaks[].frames[0].function] | index("leak_small_static") == null' moved.json >/dev/null \
+    || fail "a frame of the moved binary was named without it"
+"$NP" recover "$file" --root "$TMPDIR_CASE/root" -o rooted.json 2>rerr || fail "recover --root"
+sites=()
+while read -r tag fn count bytes line src; do
+    [ "$tag" = SITE ] && sites+=(--site "$fn:$count:$bytes:$line:$src")
+done <out
+check_reports rooted.json --trigger recovered --only "${sites[@]}" || fail "recover --root: the sites"
 exit 0

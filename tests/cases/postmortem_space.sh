@@ -4,8 +4,8 @@
 # 128 KiB, when this machine lets the test mount one: fallocate fails with ENOSPC), the program
 # runs to its normal end with its normal status; one line says the ledger continues in memory;
 # the file left behind says it is incomplete and `npupool recover` still reads it.  Below the
-# size of a header, no file is made at all (one line).  (Reports go to /dev/null here: the report
-# writer does not guard against RLIMIT_FSIZE.)
+# size of a header, no file is made at all (one line).  (Reports go to a directory that does not
+# exist, so they fail with a line: the report writer does not guard against RLIMIT_FSIZE.)
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -15,7 +15,7 @@ cd "$TMPDIR_CASE"
 small() { # DIR LABEL: run `postmortem exit 3` with its ledger file in DIR, in this shell's limits
     local dir=$1 label=$2 rc
     rm -f "$dir"/s-*.ledger
-    NPUPOOL_REPORT=/dev/null NPUPOOL_LEDGER_FILE="$dir/s-%p.ledger" run_preloaded postmortem exit 3 \
+    NPUPOOL_REPORT="$TMPDIR_CASE/none/r.json" NPUPOOL_LEDGER_FILE="$dir/s-%p.ledger" run_preloaded postmortem exit 3 \
         >out 2>err
     rc=$?
     cat err
@@ -32,7 +32,7 @@ small() { # DIR LABEL: run `postmortem exit 3` with its ledger file in DIR, in t
 # 2. 4 KiB: not even the header fits: no file, one line, the program runs as without npupool
 (
     ulimit -f 4
-    NPUPOOL_REPORT=/dev/null NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/n-%p.ledger" \
+    NPUPOOL_REPORT="$TMPDIR_CASE/none/r.json" NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/n-%p.ledger" \
         run_preloaded postmortem exit >out 2>err
     rc=$?
     cat err

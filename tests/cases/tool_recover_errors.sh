@@ -4,8 +4,8 @@
 # the other byte order; nothing, zeros, random bytes, a report, a directory, no file.  Each exits 2
 # with one message naming the file (and the offset), never crashes; --salvage writes the report
 # of what comes before the damage (exit 1).  A record slot with a bit flipped is torn, not
-# damage (exit 0).  Also replays the fuzzer's seeds and regression inputs (tests/fixtures/fuzz/
-# ledger_*).
+# damage (exit 0).  -o onto a FIFO writes into it.  Also replays the fuzzer's seeds and
+# regression inputs (tests/fixtures/fuzz/ledger_*).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -13,10 +13,16 @@ command -v python3 >/dev/null || skip "python3 is not installed"
 unset NPUPOOL_SUPPRESS
 NP="$ABS_BUILD/npupool"
 cd "$TMPDIR_CASE"
-NPUPOOL_REPORT=/dev/null NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/good.ledger" run_preloaded postmortem kill \
+NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/good.ledger" run_preloaded postmortem kill \
     >/dev/null 2>&1
 [ -f good.ledger ] || fail "no ledger file to damage"
-"$NP" recover good.ledger -o /dev/null 2>/dev/null || fail "the undamaged file is refused"
+"$NP" recover good.ledger -o good.json 2>/dev/null || fail "the undamaged file is refused"
+# -o onto something that is not a regular file writes into it (a rename would replace it)
+mkfifo fifo
+cat fifo >fifo.out &
+"$NP" recover good.ledger -o fifo 2>/dev/null || fail "recover -o FIFO"
+wait
+[ -p fifo ] && cmp -s fifo.out good.json || fail "recover -o FIFO did not write into the FIFO"
 # where things are: the header's size and chunk_end, the second chunk, a committed record slot
 read -r hsize end slot < <(python3 - <<'PY'
 import struct
@@ -58,7 +64,7 @@ for cut in "$hsize" $((hsize + 1000)) $((end / 2)) $((end - 1)); do
         || fail "--salvage at $cut: no report saying where"
 done
 head -c "$end" good.ledger >trimmed.ledger # the reserved zeros after the chunks hold nothing
-"$NP" recover trimmed.ledger -o /dev/null 2>/dev/null || fail "a file cut after its chunks is refused"
+"$NP" recover trimmed.ledger -o out.json 2>/dev/null || fail "a file cut after its chunks is refused"
 patch() { # OUT OFFSET BYTE(decimal xor)
     python3 -c "
 import sys
@@ -95,7 +101,7 @@ refuse "/dev/zero" /dev/zero "not an npupool ledger file"
 [ $? -eq 2 ] || fail "no operand"
 for f in "$ROOT"/fuzz/seeds/ledger/* "$ROOT"/tests/fixtures/fuzz/ledger_*; do
     [ -f "$f" ] || continue
-    "$NP" recover "$f" -o /dev/null 2>/dev/null
+    "$NP" recover "$f" -o out.json 2>/dev/null
     rc=$?
     [ "$rc" -le 2 ] || fail "$f: exit $rc"
 done
