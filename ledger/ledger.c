@@ -193,6 +193,22 @@ static uint32_t rec_take(shard_t *s)
 
 static void rec_export(const rec_t *r, ledger_record_t *out);
 
+/* pre: shard locked.  Record n into its slot of the ledger file. */
+static void rec_to_file(shard_t *s, uint32_t n, const rec_t *r)
+{
+    ledger_file_record(shard_index(s), n,
+                       &(lfmt_record_t){.addr = r->addr,
+                                        .requested = r->requested,
+                                        .granted = r->granted,
+                                        .seq = r->seq,
+                                        .time_ns = r->time_ns,
+                                        .stack_id = r->stack_id,
+                                        .tid = r->tid,
+                                        .device = (int16_t)r->device,
+                                        .entry = (uint8_t)r->entry,
+                                        .origin = (uint8_t)r->origin});
+}
+
 /* pre: shard locked. */
 static void rec_release(shard_t *s, uint32_t n)
 {
@@ -241,18 +257,7 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
         r->time_ns = now;
         r->stack_id = stack_id;
         r->tid = tid;
-        if (ledger_file_on())
-            ledger_file_record(shard_index(s), n,
-                               &(lfmt_record_t){.addr = addr,
-                                                .requested = r->requested,
-                                                .granted = r->granted,
-                                                .seq = seq,
-                                                .time_ns = now,
-                                                .stack_id = stack_id,
-                                                .tid = tid,
-                                                .device = (int16_t)r->device,
-                                                .entry = (uint8_t)r->entry,
-                                                .origin = (uint8_t)r->origin});
+        if (ledger_file_on()) rec_to_file(s, n, r);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -600,6 +605,17 @@ void ledger_init(const ledger_config_t *cfg)
 {
     pthread_once(&shards_once, shards_init);
     if (cfg->dlsym) atomic_store_explicit(&g_dlsym, cfg->dlsym, memory_order_release);
-    ledger_file_open(cfg); /* before captures can start: it copies the stacks interned so far */
+    /* The file before captures can start (it copies the stacks interned so far); then the records
+     * already live (threads that allocated while npupool started): a record made from now on is
+     * written by its own allocation, and the sweep takes each shard's lock. */
+    if (ledger_file_open(cfg)) {
+        for (int k = 0; k < LEDGER_SHARDS; k++) {
+            shard_t *s = &shards[k];
+            pthread_mutex_lock(&s->lock);
+            for (uint32_t n = 0; n < s->carved; n++)
+                if (rec_at(s, n)->addr) rec_to_file(s, n, rec_at(s, n));
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
     ledger_stack_init(cfg->backtrace_depth);
 }

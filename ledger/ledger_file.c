@@ -639,9 +639,9 @@ static int file_create_locked(const module_list_t *scan)
     return 0;
 }
 
-LEDGER_FILE_HIDDEN void ledger_file_open(const ledger_config_t *cfg)
+LEDGER_FILE_HIDDEN int ledger_file_open(const ledger_config_t *cfg)
 {
-    if (!cfg->file || !cfg->file[0]) return;
+    if (!cfg->file || !cfg->file[0]) return 0;
     pthread_mutex_lock(&lf.lock);
     int first = !__atomic_load_n(&lf_configured, __ATOMIC_RELAXED);
     if (first) {
@@ -653,13 +653,14 @@ LEDGER_FILE_HIDDEN void ledger_file_open(const ledger_config_t *cfg)
         __atomic_store_n(&lf_configured, 1, __ATOMIC_RELAXED);
     }
     pthread_mutex_unlock(&lf.lock);
-    if (!first) return;
+    if (!first) return 0;
     loader_counts_t c = {0, 0};
     dl_iterate_phdr(counts_cb, &c);
     module_list_t scan = {0};
     dl_iterate_phdr(module_scan_cb, &scan); /* before the file lock: the loader's lock alone */
     pthread_mutex_lock(&lf.lock);
-    if (file_create_locked(&scan) == 0) {
+    int made = file_create_locked(&scan) == 0;
+    if (made) {
         lf.adds = c.adds;
         lf.subs = c.subs;
         __atomic_store_n(&lf_adds, c.adds, __ATOMIC_RELAXED);
@@ -669,6 +670,7 @@ LEDGER_FILE_HIDDEN void ledger_file_open(const ledger_config_t *cfg)
     }
     pthread_mutex_unlock(&lf.lock);
     module_list_free(&scan);
+    return made;
 }
 
 /* ---- records ------------------------------------------------------------------------------- */

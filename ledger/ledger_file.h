@@ -44,9 +44,10 @@ static inline int ledger_file_on(void)
 
 /* ---- from ledger_init and the ledger's own files ------------------------------------------- */
 
-/* Create the file when cfg->file is a pattern and none is open (ledger_init).  Failure costs one
- * line and leaves the ledger in memory. */
-LEDGER_FILE_HIDDEN void ledger_file_open(const ledger_config_t *cfg);
+/* Create the file when cfg->file is a pattern and none is open (ledger_init).  1 when it made one
+ * (the caller then writes the records already live); failure costs one line and leaves the ledger
+ * in memory. */
+LEDGER_FILE_HIDDEN int ledger_file_open(const ledger_config_t *cfg);
 /* A shard's slots (guarded by the shard's lock; ledger_file.c grows them). */
 typedef struct ledger_file_shard {
     lfmt_record_t **grp; /* group g -> its LFMT_GROUP slots */

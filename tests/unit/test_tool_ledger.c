@@ -320,6 +320,24 @@ static void test_damage(void **state)
     munmap(m, len);
 }
 
+/* Records made before the file is (threads that allocated while npupool started) are in it. */
+static void test_records_before_the_file(void **state)
+{
+    (void)state;
+    ledger_file_close(1);
+    for (uintptr_t i = 1; i <= 100; i++)
+        ledger_record_alloc(i << 16, 1, i, 128, VOCAB_MALLOC, VOCAB_FROM_POOL, 0);
+    ledger_config_t cfg = {.backtrace_depth = 0, .file = pattern};
+    ledger_init(&cfg);
+    assert_non_null(ledger_file_path());
+    check_ledger();
+    ledger_read_t r;
+    read_file(&r);
+    assert_int_equal(r.nrecs, 100);
+    assert_non_null(find_rec(&r, 77u << 16));
+    ledger_read_release(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +347,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_growth_and_clear, setup, teardown),
         cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_before_the_file, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
