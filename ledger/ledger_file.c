@@ -2,7 +2,9 @@
  * base/ledger_format.h).
  *
  * Owns: the file (its path, its mapped segments, the chunks carved from them), each shard's slot
- * table, the append chunks of stacks and modules, the module map, the device figures.
+ * table, the append chunks of stacks and modules, the module map, the device figures.  Another
+ * interned table (Python frames, say) is one more app_t of its own chunk kind: app_add() frames
+ * and commits its entries, tools/ledger_read.c's read_append() walks them.
  *
  * Space: the file grows by segments, each reserved with fallocate and mapped shared at once (then
  * the descriptor is closed); chunks are carved from the last segment back to back, 64-byte
@@ -44,7 +46,6 @@
 
 #include "clock.h"
 #include "fmt.h"
-#include "ledger_internal.h"
 #include "log.h"
 #include "path.h"
 #include "rank.h"
