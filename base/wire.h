@@ -5,7 +5,8 @@
  *     default path pattern, the triggers, the per-device counters (name and meaning, in report
  *     order);
  *   - allocation traces ("npupool-trace/1", docs/trace.md): the header line's start and the
- *     column line.
+ *     column line;
+ *   - the ledger file ("npupool-ledger/1"): its own header, base/ledger_format.h.
  * The writers (report/, shim/) and the readers (tools/) include this header; a change here is a
  * change of the format and bumps its version.
  */
@@ -19,14 +20,15 @@
 #define WIRE_REPORT_DEFAULT_PATH "npupool-report-%p-%n.json"
 
 /* X(ENUM, "name"): why a report was written. */
-#define WIRE_TRIGGERS(X)    \
-    X(EXIT, "exit")         \
-    X(FINALIZE, "finalize") \
-    X(SIGNAL, "signal")     \
-    X(INTERVAL, "interval") \
-    X(OOM, "oom")           \
-    X(RESET, "reset")       \
-    X(THRESHOLD, "threshold")
+#define WIRE_TRIGGERS(X)      \
+    X(EXIT, "exit")           \
+    X(FINALIZE, "finalize")   \
+    X(SIGNAL, "signal")       \
+    X(INTERVAL, "interval")   \
+    X(OOM, "oom")             \
+    X(RESET, "reset")         \
+    X(THRESHOLD, "threshold") \
+    X(RECOVERED, "recovered") /* written by `npupool recover` from a ledger file */
 
 enum wire_trigger {
 #define WIRE_TRIGGER_ENUM(e, name) WIRE_TRIGGER_##e,

@@ -16,8 +16,12 @@
  * every live record is found through the index at its own address; free list length + live ==
  * records carved; every stack id in a record was issued by the stack table.
  *
+ * Mirror: with a ledger file (ledger_file.h) every record written or released is also written
+ * to or cleared in its slot of the file, under the shard's lock.
+ *
  * Locking: each shard's mutex guards everything in that shard.  The sequence counter is one
- * atomic.  No lock is held while calling out of this file (except libc malloc/free).
+ * atomic.  No lock is held while calling out of this file (except libc malloc/free and the ledger
+ * file's hooks, whose lock is a leaf).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -32,6 +36,7 @@
 
 #include "clock.h"
 #include "ledger.h"
+#include "ledger_file.h"
 #include "ledger_internal.h"
 
 #define REC_CHUNK 1024u /* records per slab chunk (48 KiB) */
@@ -88,6 +93,7 @@ static uint64_t addr_hash(uintptr_t a)
 }
 
 static shard_t *shard_of(uint64_t h) { return &shards[h & (LEDGER_SHARDS - 1)]; }
+static unsigned shard_index(const shard_t *s) { return (unsigned)(s - shards); }
 static uint32_t home_of(const shard_t *s, uint64_t h) { return (uint32_t)(h >> 8) & s->mask; }
 
 static rec_t *rec_at(const shard_t *s, uint32_t n)
@@ -185,10 +191,29 @@ static uint32_t rec_take(shard_t *s)
     return s->carved++;
 }
 
+static void rec_export(const rec_t *r, ledger_record_t *out);
+
+/* pre: shard locked.  Record n into its slot of the ledger file. */
+static void rec_to_file(shard_t *s, uint32_t n, const rec_t *r)
+{
+    ledger_file_record(shard_index(s), n,
+                       &(lfmt_record_t){.addr = r->addr,
+                                        .requested = r->requested,
+                                        .granted = r->granted,
+                                        .seq = r->seq,
+                                        .time_ns = r->time_ns,
+                                        .stack_id = r->stack_id,
+                                        .tid = r->tid,
+                                        .device = (int16_t)r->device,
+                                        .entry = (uint8_t)r->entry,
+                                        .origin = (uint8_t)r->origin});
+}
+
 /* pre: shard locked. */
 static void rec_release(shard_t *s, uint32_t n)
 {
     rec_t *r = rec_at(s, n);
+    if (ledger_file_on()) ledger_file_clear(shard_index(s), n);
     memset(r, 0, sizeof *r);
     r->seq = s->free_head;
     s->free_head = n + 1;
@@ -207,11 +232,13 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
 
     pthread_mutex_lock(&s->lock);
     rec_t *r = NULL;
+    uint32_t n = UINT32_MAX;
     long slot = index_find(s, addr, h);
     if (slot >= 0) {
-        r = rec_at(s, s->index[slot] - 1); /* reused address: replace the stale record */
+        n = s->index[slot] - 1;
+        r = rec_at(s, n); /* reused address: replace the stale record */
     } else if (index_reserve(s) == 0) {
-        uint32_t n = rec_take(s);
+        n = rec_take(s);
         if (n != UINT32_MAX) {
             r = rec_at(s, n);
             index_put(s->index, s->mask, home_of(s, h), n + 1);
@@ -230,6 +257,7 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
         r->time_ns = now;
         r->stack_id = stack_id;
         r->tid = tid;
+        if (ledger_file_on()) rec_to_file(s, n, r);
     }
     pthread_mutex_unlock(&s->lock);
 }
@@ -279,6 +307,7 @@ void ledger_clear(void)
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
         pthread_mutex_lock(&s->lock);
+        if (ledger_file_on()) ledger_file_shard_clear((unsigned)k);
         for (uint32_t c = 0; c < s->nchunks; c++) free(s->chunks[c]);
         free(s->chunks);
         free(s->index);
@@ -493,6 +522,10 @@ int ledger_check(char *why, size_t why_len)
         uint32_t live = 0, used_slots = 0, free_len = 0;
         for (uint32_t n = 0; n < s->carved; n++) {
             const rec_t *r = rec_at(s, n);
+            ledger_record_t e;
+            if (r->addr) rec_export(r, &e);
+            if (ledger_file_check_slot((unsigned)k, n, r->addr ? &e : NULL))
+                FAIL("shard %d: record %u differs from its slot in the ledger file", k, n);
             if (!r->addr) continue;
             live++;
             uint64_t h = addr_hash(r->addr);
@@ -572,5 +605,17 @@ void ledger_init(const ledger_config_t *cfg)
 {
     pthread_once(&shards_once, shards_init);
     if (cfg->dlsym) atomic_store_explicit(&g_dlsym, cfg->dlsym, memory_order_release);
+    /* The file before captures can start (it copies the stacks interned so far); then the records
+     * already live (threads that allocated while npupool started): a record made from now on is
+     * written by its own allocation, and the sweep takes each shard's lock. */
+    if (ledger_file_open(cfg)) {
+        for (int k = 0; k < LEDGER_SHARDS; k++) {
+            shard_t *s = &shards[k];
+            pthread_mutex_lock(&s->lock);
+            for (uint32_t n = 0; n < s->carved; n++)
+                if (rec_at(s, n)->addr) rec_to_file(s, n, rec_at(s, n));
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
     ledger_stack_init(cfg->backtrace_depth, cfg->python_frames);
 }

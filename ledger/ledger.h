@@ -8,6 +8,8 @@
  *   - The live-record table (ledger/ledger.c): one 48-byte record per live allocation, keyed by
  *     address, in LEDGER_SHARDS shards (shard = hash of the address), each with its own mutex, its
  *     own open-addressing index of 32-bit record numbers and its own record slab.
+ *   With NPUPOOL_LEDGER_FILE both are mirrored into a file mapped shared (ledger_file.h), which
+ *   outlives the process however it dies (`npupool recover`).
  *
  * Contract:
  *   - ledger_stack_capture() takes no npupool lock and must be called BEFORE the caller takes any
@@ -50,16 +52,20 @@ extern "C" {
 typedef void *(*ledger_dlsym_fn)(void *handle, const char *name);
 
 typedef struct ledger_config {
-    int backtrace_depth;   /* frames kept per stack, 0 = capture off (NPUPOOL_BACKTRACE_DEPTH) */
-    int python_frames;     /* 1: Python frames too when an interpreter is found (ledger_py.h) */
-    ledger_dlsym_fn dlsym; /* see above */
+    int backtrace_depth;     /* frames kept per stack, 0 = capture off (NPUPOOL_BACKTRACE_DEPTH) */
+    int python_frames;       /* 1: Python frames too when an interpreter is found (ledger_py.h) */
+    ledger_dlsym_fn dlsym;   /* see above */
+    const char *file;        /* NPUPOOL_LEDGER_FILE: the ledger file's path pattern (%p %r %t),
+                                NULL/"" = in memory only (ledger_file.h); must stay valid */
+    const char *file_config; /* the options as "NAME=VALUE\n" text for the file's header */
 } ledger_config_t;
 
 /* Once at start-up (idempotent; a second call only changes the depth and the Python switch).
- * depth 0 = capture off.  Opens libunwind (dlopen of libunwind.so.8, RTLD_LOCAL) and unwinds once
- * so that its caches and lazy bindings are warm before the first allocation.  When libunwind
- * cannot be loaded, capture stays off and one `npupool:` line says so.  With python_frames, looks
- * for a CPython interpreter in the process (ledger_py.h). */
+ * depth 0 = capture off.  With cfg->file, the first call also makes the ledger file
+ * (ledger_file.h).  Opens libunwind (dlopen of libunwind.so.8, RTLD_LOCAL) and unwinds once so
+ * that its caches and lazy bindings are warm before the first allocation.  When libunwind cannot
+ * be loaded, capture stays off and one `npupool:` line says so.  With python_frames, looks for a
+ * CPython interpreter in the process (ledger_py.h). */
 void ledger_init(const ledger_config_t *cfg);
 /* The dlsym the ledger was given (never NULL after ledger_init): the report layer opens libdw
  * with it too. */

@@ -4,8 +4,10 @@
  * ledger.h).  The walk itself is ledger_unwind.c's (libunwind, loaded privately and guarded).
  *
  * Capture: leading frames inside the npupool shared object (its PT_LOAD range, found once at
- * init) are dropped, then `skip` more, then at most `depth` frames are interned.  When an
- * interpreter is in the process, ledger_py.c merges the thread's Python frames into what is left
+ * init) are dropped, then `skip` more, then at most `depth` frames are interned.  The fork gate
+ * covers the walk, the interning and the ledger file's look at the module map (ledger_file.h:
+ * it may enter the loader, which a fork must not find held).
+ * When an interpreter is in the process, ledger_py.c merges the thread's Python frames into what is left
  * and appends its mark (ledger_py.h) before interning; the table here only sees uintptr_t values.
  *
  * Interning: a stack is {hash, depth, id, frames[]} in an append-only arena.  The directory maps
@@ -35,6 +37,7 @@
 
 #include "elf_dyn.h"
 #include "ledger.h"
+#include "ledger_file.h"
 #include "ledger_internal.h"
 #include "ledger_py.h"
 #include "log.h"
@@ -215,6 +218,7 @@ uint32_t ledger_stack_intern(const uintptr_t *frames, int depth)
                 st.count++;
                 id = r->id;
                 itab_put(atomic_load_explicit(&st.table, memory_order_relaxed), h, id);
+                ledger_file_stack_added(id, r->frames, depth); /* the file lock is a leaf */
             }
         }
         if (!id) atomic_fetch_add_explicit(&st.dropped, 1, memory_order_relaxed);
@@ -333,18 +337,22 @@ __attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
     void *buf[LEDGER_MAX_DEPTH + 32 + SELF_SLACK + 2];
     int want = depth + 2 + SELF_SLACK + (skip < 32 ? skip : 32);
     int n = ledger_unwind_backtrace(buf, want);
-    atomic_fetch_sub_explicit(mine, 1, memory_order_release);
     int i = 2; /* buf[0] is inside ledger_unwind_backtrace, buf[1] inside this function */
     while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
     i += skip;
-    if (i >= n) return 0;
-    if (ledger_py_active()) { /* after the unwind, no lock held: Python frames and the mark */
+    uint32_t id = 0;
+    if (i < n && ledger_py_active()) { /* Python frames and the mark (no lock of the interpreter) */
         uintptr_t mixed[LEDGER_MAX_DEPTH];
         int m = ledger_py_splice((const uintptr_t *)&buf[i], n - i, depth, mixed, LEDGER_MAX_DEPTH);
-        if (m > 0) return ledger_stack_intern(mixed, m);
+        if (m > 0) id = ledger_stack_intern(mixed, m);
     }
-    int keep = n - i < depth ? n - i : depth;
-    return ledger_stack_intern((const uintptr_t *)&buf[i], keep);
+    if (i < n && id == 0) {
+        int keep = n - i < depth ? n - i : depth;
+        id = ledger_stack_intern((const uintptr_t *)&buf[i], keep);
+    }
+    ledger_file_captured(id); /* may read the module map: still inside the gate */
+    atomic_fetch_sub_explicit(mine, 1, memory_order_release);
+    return id;
 }
 
 /* ---- fork ---------------------------------------------------------------------------------- */

@@ -13,9 +13,11 @@
  *   2. devices              shim_devices_lock (pool creation, reset, finalize)
  *   3. report writer        held while a report reads pools and the ledger
  *   4. pools                every device's pool lock
- *   5. ledger               the stack table, then every shard (leaves)
- *   6. trace recorder       its buffer lock
- *   7. forwarded table      foreign.c's lock
+ *   5. ledger               the stack table, then every shard
+ *   6. ledger file          the file lock (a leaf under the ledger's locks); the child unmaps
+ *                           the parent's file and starts its own at its first allocation
+ *   7. trace recorder       its buffer lock
+ *   8. forwarded table      foreign.c's lock
  * npupool never holds one of these locks while it calls the runtime, and the runtime never calls
  * npupool, so the runtime's own fork handlers (registered before or after these: torch_npu
  * dlopen()s the runtime after npupool is loaded) never nest with them.
@@ -24,6 +26,7 @@
 
 #include "foreign.h"
 #include "ledger.h"
+#include "ledger_file.h"
 #include "report.h"
 #include "shim.h"
 #include "trace.h"
@@ -42,6 +45,7 @@ static const fork_step_t fork_order[] = {
     {"report writer", report_fork_prepare, report_fork_parent, report_fork_child},
     {"pools", device_fork_prepare_pools, device_fork_parent_pools, device_fork_child_pools},
     {"ledger", ledger_fork_lock, ledger_fork_unlock, ledger_fork_reinit},
+    {"ledger file", ledger_file_fork_prepare, ledger_file_fork_parent, ledger_file_fork_child},
     {"trace recorder", trace_fork_prepare, trace_fork_parent, trace_fork_child},
     {"forwarded table", foreign_fork_prepare, foreign_fork_parent, foreign_fork_child},
 };

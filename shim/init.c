@@ -10,8 +10,9 @@
  *      while it runs the handlers already registered (never ours yet), so every thread may wait
  *      for this phase.  The fork handlers must be in place before any thread can hold an
  *      npupool lock: a fork() racing with start-up would copy a held pool lock into the child;
- *   2. the observers: the ledger (which dlopen()s libunwind: the loader lock),
- *      the trace file, the reports (their thread and signal handler when configured).  The first
+ *   2. the observers: the ledger (which dlopen()s libunwind: the loader lock) and its file,
+ *      the trace file, the reports (their thread and signal handler when configured), the
+ *      fatal-signal line when the ledger is in a file (crash.c).  The first
  *      thread runs it; a thread that finds it running does NOT wait and goes on (its allocation is
  *      served and recorded, without a stack until libunwind is in).  Waiting could deadlock: the
  *      thread running phase 2 may be waiting for the loader lock, held by a thread inside
@@ -52,6 +53,7 @@ static void observers_phase(void)
 {
     real_dlsym(); /* find glibc's dlsym before anybody asks */
     observe_init();
+    crash_install();
 }
 
 void shim_ensure_init(void)

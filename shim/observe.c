@@ -1,5 +1,9 @@
-/* shim/observe.c — the shim's observers (see observe.h): the ledger (ledger/ledger.h), the trace
- * recorder (report/trace.h) and the report writer (report/report.h).
+/* shim/observe.c — the shim's observers (see observe.h): the ledger (ledger/ledger.h) and its
+ * file (ledger/ledger_file.h), the trace recorder (report/trace.h) and the report writer
+ * (report/report.h).
+ * The ledger file gets from here what only the shim knows: the options (as text, once) and each
+ * device's pool figures and counters (at most once a second per device, on the allocating or
+ * freeing thread, with no lock held; and at exit).
  *
  * Order that matters: a free is forgotten by the ledger and written to the trace BEFORE the block
  * goes back to the pool (observe_forget), so that another thread cannot be handed the same
@@ -10,11 +14,14 @@
 #include "observe.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "buildid.h"
 #include "elf_lookup.h"
 #include "fmt.h"
+#include "clock.h"
 #include "ledger.h"
+#include "ledger_file.h"
 #include "log.h"
 #include "options.h"
 #include "real.h"
@@ -75,6 +82,73 @@ static void *glibc_dlsym(void *handle, const char *name)
     return f ? f(handle, name) : NULL;
 }
 
+/* The options as "NAME=VALUE\n" lines, for the ledger file's header. */
+typedef struct config_text {
+    char buf[4096]; /* the text */
+    size_t n;       /* bytes used */
+} config_text_t;
+
+static void config_line(void *ctx, const char *name, const char *value)
+{
+    config_text_t *t = ctx;
+    int w = snprintf(t->buf + t->n, sizeof t->buf - t->n, "%s=%s\n", name, value ? value : "");
+    if (w > 0 && (size_t)w < sizeof t->buf - t->n) t->n += (size_t)w;
+    t->buf[t->n] = 0; /* a line that does not fit is left out whole */
+}
+
+_Static_assert(POOL_NBUCKETS <= LFMT_MAX_BUCKETS, "the ledger file keeps every size class");
+
+/* One device's figures into the ledger file.  pre: no npupool lock held (takes the pool's). */
+static void file_figures(int device)
+{
+    lfmt_device_figs_t f;
+    memset(&f, 0, sizeof f);
+    f.mono_ns = clock_coarse_ns();
+    f.device = device;
+    pool_t *pool = vocab_device_known(device) ? device_pool_peek(device) : NULL;
+    if (pool) {
+        pool_stats_t st;
+        pool_get_stats(pool, &st);
+        f.has_pool = 1;
+        f.pool_base = st.base;
+        f.reserved_bytes = st.reserved_bytes;
+        f.allocated_bytes = st.allocated_bytes;
+        f.requested_bytes = st.requested_bytes;
+        f.peak_allocated_bytes = st.peak_allocated_bytes;
+        f.free_bytes = st.free_bytes;
+        f.largest_free_bytes = st.largest_free_bytes;
+        f.slab_free_bytes = st.slab_free_bytes;
+        f.overhead_bytes = st.overhead_bytes;
+        f.free_blocks = st.free_blocks;
+        f.live_blocks = st.live_blocks;
+        f.pool_allocs = st.allocs;
+        f.pool_frees = st.frees;
+        f.failed_allocs = st.failed_allocs;
+        f.invalid_frees = st.invalid_frees;
+        for (int k = 0; k < POOL_NBUCKETS; k++) {
+            f.buckets[k] = (lfmt_bucket_t){.max_bytes = k < POOL_NBUCKETS - 1 ? pool_bucket_limit[k]
+                                                                              : UINT64_MAX,
+                                           .live_blocks = st.buckets[k].live_blocks,
+                                           .live_bytes = st.buckets[k].live_bytes,
+                                           .free_blocks = st.buckets[k].free_blocks,
+                                           .free_bytes = st.buckets[k].free_bytes};
+        }
+        f.nbuckets = POOL_NBUCKETS;
+    }
+    const wire_counters_t *c = shim_counters_of(device);
+#define FILE_COUNTER(field, meaning) \
+    if (f.ncounters < LFMT_MAX_COUNTERS) f.counters[f.ncounters++] = wire_counter_get(c, field);
+    WIRE_COUNTERS(FILE_COUNTER)
+#undef FILE_COUNTER
+    ledger_file_device_put(&f);
+}
+
+static void file_figures_cb(void *ctx, int device, pool_t *pool, const wire_counters_t *counters)
+{
+    (void)ctx, (void)pool, (void)counters;
+    file_figures(device);
+}
+
 void observe_init(void)
 {
     if (log_level_threshold >= LOG_INFO) { /* which npupool this is (phase 2: the loader's lock) */
@@ -83,6 +157,9 @@ void observe_init(void)
         log_info("npupool %s, %s (build id %s)", version_string(), path, bid[0] ? bid : "none");
     }
     npupool_config.ledger.dlsym = glibc_dlsym;
+    static config_text_t config; /* the ledger copies it */
+    options_for_each(config_line, &config);
+    npupool_config.ledger.file_config = config.buf;
     ledger_init(&npupool_config.ledger);
     trace_open(npupool_config.trace);
     report_source_t src = {.for_each_device = for_each_device,
@@ -99,6 +176,7 @@ void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
 {
     ledger_record_alloc(addr, device, requested, granted, e, origin, stack);
     if (e != VOCAB_MALLOC_PHYSICAL && e != VOCAB_MAP_MEM) trace_alloc(device, addr, requested);
+    if (ledger_file_device_due(device)) file_figures(device);
 }
 
 int observe_forget(uintptr_t addr, int device, int traced)
@@ -111,6 +189,7 @@ int observe_forget(uintptr_t addr, int device, int traced)
 void observe_usage(int device, size_t allocated, size_t reserved)
 {
     report_usage_changed(device, allocated, reserved);
+    if (ledger_file_device_due(device)) file_figures(device); /* frees too */
 }
 
 void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted,
@@ -162,4 +241,8 @@ void observe_at_exit(void)
 {
     trace_flush();
     report_at_exit();
+    if (ledger_file_path()) {
+        for_each_device(NULL, file_figures_cb, NULL); /* the figures at exit */
+        ledger_file_at_exit();
+    }
 }

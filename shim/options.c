@@ -120,6 +120,10 @@ static const option_def_t option_table[] = {
      "0 = at those two only"},
     {"NPUPOOL_TRACE", OPT_PATTERN, FIELD(trace), "", 0, 0, 0,
      "record an allocation trace to this path pattern (`%p` pid); see `docs/trace.md`"},
+    {"NPUPOOL_LEDGER_FILE", OPT_PATTERN, FIELD(ledger.file), "", 0, 0, 0,
+     "keep the ledger in this file too (path pattern: `%p` pid, `%r` rank, `%t` time), mapped "
+     "shared so that it outlives the process however it dies; `npupool recover FILE` turns it "
+     "into a report; unset: in memory only (`docs/report.md`)"},
 };
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
 

@@ -38,7 +38,8 @@ typedef struct npupool_config {
     int disable;            /* NPUPOOL_DISABLE: 1 = pure pass-through */
     int log_level;          /* NPUPOOL_LOG: enum log_level */
     const char *trace;      /* NPUPOOL_TRACE: allocation trace path pattern, "" = off */
-    ledger_config_t ledger; /* NPUPOOL_BACKTRACE_DEPTH, NPUPOOL_PYTHON_FRAMES (dlsym: the shim's) */
+    ledger_config_t ledger; /* NPUPOOL_BACKTRACE_DEPTH, NPUPOOL_PYTHON_FRAMES, NPUPOOL_LEDGER_FILE
+                               (dlsym and file_config are filled in by the shim) */
     report_config_t report; /* NPUPOOL_REPORT* and the thresholds */
 } npupool_config_t;
 

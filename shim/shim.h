@@ -86,4 +86,7 @@ void device_fork_child_pools(void);
 /* fork.c: register the fork handlers (once, at initialisation). */
 void fork_register(void);
 
+/* crash.c: with a ledger file, the fatal-signal line (once, at initialisation, after the ledger). */
+void crash_install(void);
+
 #endif

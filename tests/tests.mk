@@ -22,8 +22,8 @@ $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: 
 
 # Programs for the ledger and report cases (tests/cases/ledger_*.sh, report_*.sh): linked WITHOUT
 # -rdynamic (static functions are named from .symtab only).
-E2E_C  := leaks oom_puzzle signal_threads slow_leak dlopen_stress reset_finalize threshold chunk_frag
-E2E_CC := cxx_throw
+E2E_C  := leaks oom_puzzle signal_threads slow_leak dlopen_stress reset_finalize threshold chunk_frag postmortem
+E2E_CC := cxx_throw cxx_abort
 E2E_BINS := $(E2E_C:%=$(PROG_DIR)/%) $(E2E_CC:%=$(PROG_DIR)/%)
 
 $(E2E_C:%=$(PROG_DIR)/%): $(PROG_DIR)/%: $(BUILD)/obj/tests/programs/%.o $(FAKEACL_LIB)
@@ -48,6 +48,13 @@ $(BUILD)/obj/tests/programs/python/py_lines_check.o: INC := $(LEDGER_INC)
 $(PY_LINES_CHECK): $(BUILD)/obj/tests/programs/python/py_lines_check.o $(LEDGER_LIB) $(BASE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $< $(LEDGER_LIB) $(BASE_LIB) -ldl $(LDFLAGS)
+
+# postmortem's dlopen mode: one source, two libraries (leak_in_a, leak_in_b).
+$(PROG_DIR)/libpostmortem_%.so: tests/programs/postmortem_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Iinclude -DLIB=$* $(if $(filter b,$*),-DPAD) -shared -o $@ $< $(LDFLAGS)
+
+ALL_TARGETS += $(PROG_DIR)/libpostmortem_a.so $(PROG_DIR)/libpostmortem_b.so
 
 # The fake runtime once more, without a DT_SONAME (as a runtime may be shipped), for the
 # discovery case (tests/cases/shim_discovery.sh): npupool must find it by file name.

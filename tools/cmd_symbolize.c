@@ -11,11 +11,9 @@
 #include "symfile.h"
 #include "tools.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 enum { OPT_OUTPUT, OPT_IN_PLACE, OPT_MISSING_ONLY, OPT_DEBUG_DIR, OPT_PATH_MAP };
 static const cli_opt_t symbolize_opts[] = {
@@ -87,35 +85,9 @@ static int write_out(report_t *r, const char *out, int in_place)
         tools_err("out of memory printing the report");
         return TOOLS_BAD;
     }
-    size_t len = strlen(text);
-    int rc = TOOLS_OK;
-    if (!in_place && (out == NULL || strcmp(out, "-") == 0)) {
-        if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF ||
-            fflush(stdout) != 0) {
-            tools_err("standard output: write failed");
-            rc = TOOLS_BAD;
-        }
-        cJSON_free(text);
-        return rc;
-    }
-    const char *dest = in_place ? r->path : out;
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dest, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (f == NULL) {
-        tools_err("%s: cannot write: %s", tmp, strerror(errno));
-        cJSON_free(text);
-        return TOOLS_BAD;
-    }
-    int bad = fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF;
-    bad |= fclose(f) != 0;
+    int rc = tools_write_text(in_place ? r->path : out, text, strlen(text));
     cJSON_free(text);
-    if (bad || rename(tmp, dest) != 0) {
-        tools_err("%s: write failed: %s", dest, strerror(errno));
-        unlink(tmp);
-        return TOOLS_BAD;
-    }
-    return TOOLS_OK;
+    return rc;
 }
 
 static int run(const cli_cmd_t *cmd, const cli_args_t *a)

@@ -3,6 +3,6 @@
 
 const cli_cmd_t *const commands_all[] = {
     &cmd_summary,   &cmd_leaks,  &cmd_diff,   &cmd_flame,   &cmd_map,
-    &cmd_symbolize, &cmd_replay, &cmd_export, &cmd_version,
+    &cmd_symbolize, &cmd_replay, &cmd_export, &cmd_recover, &cmd_version,
 };
 const int commands_count = (int)(sizeof commands_all / sizeof commands_all[0]);

@@ -15,6 +15,7 @@ extern const cli_cmd_t cmd_map;
 extern const cli_cmd_t cmd_symbolize;
 extern const cli_cmd_t cmd_replay;
 extern const cli_cmd_t cmd_export;
+extern const cli_cmd_t cmd_recover;
 extern const cli_cmd_t cmd_version;
 
 extern const cli_cmd_t *const commands_all[];

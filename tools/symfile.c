@@ -4,10 +4,15 @@
  * module path and the build id asked for.  Addresses: the report's offset is an ELF virtual
  * address; dwfl places an offline module at a bias, so the lookup address is offset + bias.
  * Names: dwfl_module_addrinfo reads .symtab (static functions included), else .dynsym, else
- * .gnu_debugdata; file:line from DWARF, also from a separate debug file found by build id.
+ * .gnu_debugdata; file:line from DWARF, also from a separate debug file found by build id.  Names
+ * are given as the shim writes them in-process: a .dynsym name's symbol version dropped, C++
+ * names demangled with __cxa_demangle from libstdc++.so.6 when it can be loaded (dlopen, once);
+ * each rewritten name is kept once per symbol (a small table keyed by the symbol name's address
+ * in the module's string table).
  */
 #include "symfile.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +27,16 @@ typedef struct tmod {
     int status;       /* SYMFILE_OK, or why it cannot be used */
 } tmod_t;
 
+/* A demangled name, keyed by the mangled name's address (stable while its module is open). */
+typedef struct dname {
+    const char *raw; /* the mangled name as dwfl returned it, NULL = empty slot */
+    char *name;      /* malloc'ed demangled name */
+} dname_t;
+
 struct symfile {
+    dname_t *names;       /* demangled names, open addressing */
+    size_t nnames;        /* used */
+    size_t capnames;      /* slots (a power of two) */
     tmod_t *mods;         /* cache */
     size_t n, cap;        /* used / allocated entries */
     char *debuginfo_path; /* for the callbacks (NULL = libdwfl's default) */
@@ -138,6 +152,62 @@ static tmod_t *module_get(symfile_t *s, const char *path, const char *build_id)
     return m;
 }
 
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn demangler(void)
+{
+    static int tried;
+    static demangle_fn fn;
+    if (!tried) {
+        tried = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+        if (h) fn = (demangle_fn)dlsym(h, "__cxa_demangle");
+    }
+    return fn;
+}
+
+static size_t dname_slot(const dname_t *t, size_t cap, const char *raw)
+{
+    size_t i = ((uintptr_t)raw * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+    while (t[i].raw && t[i].raw != raw) i = (i + 1) & (cap - 1);
+    return i;
+}
+
+/* The name as the shim writes it in-process (kept until symfile_close): a .dynsym name's symbol
+ * version dropped ("__libc_start_main@@GLIBC_2.34"), a C++ name demangled; else the name itself. */
+static const char *demangled(symfile_t *s, const char *raw)
+{
+    const char *at = raw ? strchr(raw, '@') : NULL;
+    int cxx = raw && raw[0] == '_' && raw[1] == 'Z' && demangler() != NULL;
+    if (raw == NULL || ((!at || at == raw) && !cxx)) return raw;
+    if (s->nnames * 2 >= s->capnames) {
+        size_t cap = s->capnames ? s->capnames * 2 : 256;
+        dname_t *t = calloc(cap, sizeof *t);
+        if (t == NULL) return raw;
+        for (size_t i = 0; i < s->capnames; i++)
+            if (s->names[i].raw) t[dname_slot(t, cap, s->names[i].raw)] = s->names[i];
+        free(s->names);
+        s->names = t;
+        s->capnames = cap;
+    }
+    dname_t *d = &s->names[dname_slot(s->names, s->capnames, raw)];
+    if (d->raw) return d->name;
+    char *plain = at && at != raw ? strndup(raw, (size_t)(at - raw)) : NULL;
+    int status = -1;
+    char *name = cxx ? demangler()(plain ? plain : raw, NULL, NULL, &status) : NULL;
+    if (name == NULL || status != 0) {
+        free(name);
+        name = plain; /* the version dropped, or NULL */
+    } else {
+        free(plain);
+    }
+    if (name == NULL) return raw;
+    d->raw = raw;
+    d->name = name;
+    s->nnames++;
+    return name;
+}
+
 int symfile_lookup(symfile_t *s, const char *module, const char *build_id, uint64_t offset,
                    const char **function, const char **file, int *line)
 {
@@ -153,7 +223,7 @@ int symfile_lookup(symfile_t *s, const char *module, const char *build_id, uint6
     Dwarf_Addr addr = (Dwarf_Addr)offset + bias;
     GElf_Off off;
     GElf_Sym sym;
-    *function = dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL);
+    *function = demangled(s, dwfl_module_addrinfo(m->mod, addr, &off, &sym, NULL, NULL, NULL));
     Dwfl_Line *l = dwfl_module_getsrc(m->mod, addr);
     if (l) {
         int ln = 0;
@@ -175,6 +245,8 @@ void symfile_close(symfile_t *s)
         free(s->mods[i].build_id);
     }
     free(s->mods);
+    for (size_t i = 0; i < s->capnames; i++) free(s->names[i].name);
+    free(s->names);
     free(s->debuginfo_path);
     free(s->map_old);
     free(s->map_new);

@@ -1,12 +1,16 @@
-/* tools/tools.c — the command's message line and cJSON arena (tools.h). */
+/* tools/tools.c — the command's message line, cJSON arena and document writer (tools.h). */
 #include "tools.h"
 
 #include "log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -58,4 +62,42 @@ void tools_json_arena(void)
 {
     cJSON_Hooks h = {.malloc_fn = arena_alloc, .free_fn = arena_free};
     cJSON_InitHooks(&h);
+}
+
+int tools_write_text(const char *out, const char *text, size_t len)
+{
+    if (out == NULL || strcmp(out, "-") == 0) {
+        if (fwrite(text, 1, len, stdout) != len || fputc('\n', stdout) == EOF ||
+            fflush(stdout) != 0) {
+            tools_err("standard output: write failed");
+            return TOOLS_BAD;
+        }
+        return TOOLS_OK;
+    }
+    struct stat st;
+    if (stat(out, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* /dev/null, /dev/stdout, a FIFO: written in place (a rename would replace the device) */
+        FILE *f = fopen(out, "w");
+        int bad = f == NULL || fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF;
+        if ((f && fclose(f) != 0) || bad) {
+            tools_err("%s: write failed: %s", out, strerror(errno));
+            return TOOLS_BAD;
+        }
+        return TOOLS_OK;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        tools_err("%s: cannot write: %s", tmp, strerror(errno));
+        return TOOLS_BAD;
+    }
+    int bad = fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF;
+    bad |= fclose(f) != 0;
+    if (bad || rename(tmp, out) != 0) {
+        tools_err("%s: write failed: %s", out, strerror(errno));
+        unlink(tmp);
+        return TOOLS_BAD;
+    }
+    return TOOLS_OK;
 }

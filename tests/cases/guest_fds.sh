@@ -3,7 +3,8 @@
 # dup2()s its own pipe over 3..63, after npupool started: its pipe and file hold only its own
 # bytes, nothing hangs, and npupool's reports (a signal, the exit) and trace are still written:
 # npupool keeps no descriptor (the reporter wakes on a futex, the trace and reports are opened for
-# each write, libunwind's validation pipe is replaced by a descriptor-free check).
+# each write, the ledger file is opened by path to grow and closed at once, libunwind's validation
+# pipe is replaced by a descriptor-free check).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -11,6 +12,7 @@ cd "$TMPDIR_CASE"
 for how in close dup2; do
     rm -f "$TMPDIR_CASE"/f-*
     NPUPOOL_REPORT="$TMPDIR_CASE/f-%n.json" NPUPOOL_TRACE="$TMPDIR_CASE/f.trace" FAKEACL_HBM_BYTES=4G \
+        NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/f-%p.ledger" \
         timeout 60 env LD_PRELOAD="${SANRT:+$SANRT }$SHIM" "$PROGS/guest" fds "$how" \
         >"$TMPDIR_CASE/out" 2>"$TMPDIR_CASE/err"
     rc=$?

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "fa_internal.h"
@@ -210,6 +211,13 @@ static void init_once(void)
             fa_err("%s=\"%s\" is not %s; keeping the default", fa_options[i].name, v,
                    fa_options[i].expect);
     }
+    /* The physical memory of the virtual-memory API is a sparse host file (fa_vmm.c) that a
+     * file-size limit (`ulimit -f`) would cut short, where a real device knows no such limit:
+     * under one, the fake is a runtime without the API (npupool then keeps a block pool). */
+    struct rlimit rl;
+    if (!fa_g.no_vmm && getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (uint64_t)rl.rlim_cur < (uint64_t)FA_HBM_FILE_BYTES)
+        fa_g.no_vmm = 1;
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0)
         fa_err("pthread_atfork failed; fork while other threads call the fake may deadlock");
 }

@@ -25,7 +25,8 @@
  * unknown address or handle -> 207002.  Releasing a reservation or freeing a handle that still
  * has mappings -> 107000 (nothing changes; unmap first).  Physical location type other than
  * DEVICE -> 100000; bad location id -> 107001.  With FAKEACL_VMM=0 every call of this file
- * answers 207000 (feature not supported), as a runtime without the API.
+ * answers 207000 (feature not supported), as a runtime without the API; so does a process with
+ * a file-size limit (`ulimit -f`, fa_core.c), which would cut the physical-memory file short.
  * Locking: fa_g.lock around everything, mmap calls included.
  */
 #define _GNU_SOURCE
