@@ -95,6 +95,12 @@ int slab_init(slab_t *s, uintptr_t ubase, size_t usable, tlsf_t *heap, desc_stor
 void slab_destroy(slab_t *s)
 {
     for (uint32_t id = 1; id < s->id_top; id++) free(s->page_by_id[id]);
+    for (unsigned o = 0; o < SLAB_MEM_ORDERS; o++)
+        while (s->spare[o]) {
+            slab_page_t *pg = s->spare[o];
+            s->spare[o] = pg->next;
+            free(pg);
+        }
     if (s->gran_dir)
         for (size_t i = 0; i < (s->ngran + SLAB_GRAN_LEAF - 1) >> SLAB_GRAN_LEAF_SHIFT; i++)
             free(s->gran_dir[i]);
@@ -139,13 +145,17 @@ static void gran_set(slab_t *s, slab_page_t *pg, int set)
     size_t g0 = off >> SLAB_PAGE_SHIFT, g1 = (off + pg->span - 1) >> SLAB_PAGE_SHIFT;
     size_t in = off & (SLAB_PAGE_MIN - 1);
     debug_assert_internal(g1 < s->ngran);
+    /* Release stores: the lock-free lookup (slab_page_of) reads a page's header after it. */
     if (in == 0)
-        gran_at(s, g0)->cover = set ? pg : NULL;
+        __atomic_store_n(&gran_at(s, g0)->cover, set ? pg : NULL, __ATOMIC_RELEASE);
     else
-        gran_at(s, g0)->start = set ? (uint64_t)(uintptr_t)pg | (uint64_t)(in >> DESC_GRAN_SHIFT)
-                                                                    << SLAB_START_PTR_BITS
-                                    : 0;
-    for (size_t g = g0 + 1; g <= g1; g++) gran_at(s, g)->cover = set ? pg : NULL;
+        __atomic_store_n(&gran_at(s, g0)->start,
+                         set ? (uint64_t)(uintptr_t)pg | (uint64_t)(in >> DESC_GRAN_SHIFT)
+                                                             << SLAB_START_PTR_BITS
+                             : 0,
+                         __ATOMIC_RELEASE);
+    for (size_t g = g0 + 1; g <= g1; g++)
+        __atomic_store_n(&gran_at(s, g)->cover, set ? pg : NULL, __ATOMIC_RELEASE);
     if (set)
         s->gran_refs += g1 - g0 + 1;
     else
@@ -214,6 +224,38 @@ size_t slab_page_span(const slab_t *s, unsigned c)
     return (size_t)page_slots(s, c) * slab_geom[c].slot;
 }
 
+/* Page memory: one 64-byte aligned block of a power of two (>= SLAB_MEM_MIN) bytes, kept on
+ * its size's spare list when the page is released and reused by the next page that fits it;
+ * given back to the C library only by slab_destroy.  So the lock-free lookup never reads freed
+ * memory (slab.h: slab_page_of), at the price of at most twice the pages' host metadata. */
+static unsigned mem_order(size_t bytes)
+{
+    unsigned o = SLAB_MEM_MIN_ORDER;
+    while (((size_t)1 << o) < bytes) o++;
+    return o;
+}
+
+static slab_page_t *page_mem_get(slab_t *s, size_t bytes)
+{
+    unsigned o = mem_order(bytes);
+    if (o >= SLAB_MEM_ORDERS) return NULL;
+    slab_page_t *pg = s->spare[o];
+    if (pg) {
+        s->spare[o] = pg->next;
+        s->spare_bytes -= (size_t)1 << o;
+        return pg;
+    }
+    return aligned_alloc(64, (size_t)1 << o);
+}
+
+static void page_mem_put(slab_t *s, slab_page_t *pg)
+{
+    unsigned o = pg->mem_order;
+    pg->next = s->spare[o];
+    s->spare[o] = pg;
+    s->spare_bytes += (size_t)1 << o;
+}
+
 slab_page_t *slab_page_new(slab_t *s, unsigned c)
 {
     debug_assert_internal(c < SLAB_NCLASSES && s->desc->free_count >= 1);
@@ -227,12 +269,13 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     uint32_t id = id_peek(s);
     if (!id) return NULL;
     size_t bytes = sizeof(slab_page_t) + nwords * sizeof(uint64_t) + n * sizeof(slab_slot_t);
-    slab_page_t *pg = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    slab_page_t *pg = page_mem_get(s, bytes);
     if (!pg) return NULL;
     if ((uint64_t)(uintptr_t)pg >> SLAB_START_PTR_BITS) { /* cannot be packed: no page */
         free(pg);
         return NULL;
     }
+    unsigned order = mem_order(bytes);
     debug_assert_internal(f->state == DESC_FREE && f->size >= span);
     id_take(s, id);
     tlsf_remove(s->heap, f);
@@ -240,6 +283,7 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     blk->state = DESC_PAGE;
     blk->page = pg;
     memset(pg, 0, sizeof *pg);
+    pg->mem_order = (uint8_t)order;
     pg->addr = blk->addr;
     pg->span = (uint32_t)span;
     pg->slot = g->slot;
@@ -255,6 +299,7 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
         pg->bits[w] = left >= 64 ? ~0ull : (1ull << left) - 1;
     }
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
+    memset(slab_slots(pg), 0xff, n * sizeof(slab_slot_t)); /* SLAB_SLOT_FREE */
     s->page_by_id[id] = pg;
     gran_set(s, pg, 1);
     s->pages++;
@@ -276,7 +321,7 @@ static void page_release(slab_t *s, slab_page_t *pg)
     s->pages--;
     s->cls[pg->cls].pages--;
     s->free_bytes -= pg->span;
-    free(pg);
+    page_mem_put(s, pg);
     blk->page = NULL;
     tlsf_insert(s->heap, tlsf_coalesce(s->heap, s->desc, blk));
 }

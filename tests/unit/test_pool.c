@@ -601,6 +601,7 @@ static void test_coalesce_random(void **state)
 static void test_small_segregation(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     const uintptr_t base = 0x400000000ull;
     const size_t size = GiB;
     pool_t *p = pool_create(base, size);
@@ -1003,6 +1004,7 @@ static size_t partial_len(const slab_class_t *c)
 static void test_slab_page_recycling(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     enum { N = 600 };
     pool_t *p = pool_create(0xc00000000ull, 256 * MiB);
     uintptr_t keep = must_alloc(p, 8 * MiB); /* keeps the pool non-empty */
@@ -1091,6 +1093,7 @@ static void test_slab_page_recycling(void **state)
 static void test_slab_misuse(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     const uintptr_t base = 0xd00000000ull;
     pool_t *p = pool_create(base, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
@@ -1264,6 +1267,7 @@ static void expect_extents(pool_t *p, const extent_t *want, size_t n)
 static void test_walk_kinds(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     const uintptr_t base = 0xf80000000ull, top = base + 64 * MiB;
     const enum pool_extent L = POOL_EXTENT_LIVE, F = POOL_EXTENT_FREE, S = POOL_EXTENT_SLOTS;
     pool_t *p = pool_create(base, 64 * MiB);
@@ -1384,7 +1388,7 @@ static void misuse(misuse_t *m)
     slab_page_t *pg = slab_page_of(&p->slab, m->a);
     switch (m->what) {
     case 0: tlsf_coalesce(&p->large, &p->desc, p->large_first); break; /* a FREE block */
-    case 1: slab_slot_give(&p->slab, pg, 1); break;                    /* a free slot */
+    case 1: slab_slot_give(&p->slab, pg, pg->nslots - 1); break;       /* a free slot */
     case 2: tlsf_remove(&p->large, pg->blk); break;                    /* a PAGE block */
     case 3: pool_explain(NULL, 64, NULL); break;                       /* contract */
     }
@@ -1428,6 +1432,14 @@ static void test_assertions_fire(void **state)
 #endif
 }
 
+/* Teardown of the tests that turned the calling thread's caches off. */
+static int caches_on(void **state)
+{
+    (void)state;
+    pool_cache_thread_enable(1);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1441,7 +1453,7 @@ int main(void)
         cmocka_unit_test(test_coalesce_forward),
         cmocka_unit_test(test_coalesce_reverse),
         cmocka_unit_test(test_coalesce_random),
-        cmocka_unit_test(test_small_segregation),
+        cmocka_unit_test_teardown(test_small_segregation, caches_on),
         cmocka_unit_test(test_cached_page_and_tiny_pool),
         cmocka_unit_test(test_stats_consistency),
         cmocka_unit_test(test_exact_class_probe),
@@ -1450,12 +1462,12 @@ int main(void)
         cmocka_unit_test(test_walk_stops),
         cmocka_unit_test(test_class_geometry),
         cmocka_unit_test(test_slab_class_boundaries),
-        cmocka_unit_test(test_slab_page_recycling),
-        cmocka_unit_test(test_slab_misuse),
+        cmocka_unit_test_teardown(test_slab_page_recycling, caches_on),
+        cmocka_unit_test_teardown(test_slab_misuse, caches_on),
         cmocka_unit_test(test_slab_larger_class_fallback),
         cmocka_unit_test(test_free_runs_across_pages),
         cmocka_unit_test(test_assertions_fire),
-        cmocka_unit_test(test_walk_kinds),
+        cmocka_unit_test_teardown(test_walk_kinds, caches_on),
         cmocka_unit_test(test_snapshot),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
