@@ -76,7 +76,7 @@ typedef struct pool_vmm {
  * Bounds: class c holds at most cap(c) = clamp(CACHE_CLASS_BYTES / slot, 1, CACHE_MAG_MAX)
  * blocks, and a cache at most CACHE_BYTES_MAX bytes of slots. */
 #define CACHE_CLASS_BYTES ((size_t)128 << 10) /* bytes of slots one class holds, at most */
-#define CACHE_MAG_MAX 16u                     /* blocks one class holds, at most */
+#define CACHE_MAG_MAX 64u                     /* blocks one class holds, at most */
 #define CACHE_BYTES_MAX ((size_t)4 << 20)     /* bytes of slots one cache holds, at most */
 #define CACHE_POOLS 4u                        /* pools a thread caches for at once */
 

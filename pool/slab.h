@@ -33,8 +33,10 @@
  *   slot record      32 bits: granted - 1 and granted - requested; a difference that does not
  *                    fit is kept in req_map (expected O(1)).
  * Cache behaviour (the reason for this layout): a free touches the granule entry, the page's
- * first hot cache line (header + the first 3 bitmap words) and one 4-byte slot record; an
- * alloc the class, the head page's hot line, one bitmap word and one slot record.
+ * geometry line (never written while the page lives, so threads freeing into one page do not
+ * bounce it) and one 4-byte slot record; an alloc under the lock the class, the head page's
+ * state line (live count, summary, the first 6 bitmap words), one bitmap word and one record;
+ * a thread's cache touches only the record of the slot it hands out or takes back.
  * Invariants (pool_check): a page's bitmap has nslots - live bits set and none past nslots;
  * summary bit w <=> bits[w] != 0; a page is on its class's partial list iff 0 < live < nslots;
  * a page with live == 0 exists only on its class's cached list (<= SLAB_CACHE_PAGES); every
@@ -135,18 +137,20 @@ struct slab_page {
     uint32_t mark;     /* scratch for pool_check */
     uint8_t mem_order; /* log2 of the bytes of this block of host memory (slab.c) */
     slab_runs_t runs;  /* free-run summary for the statistics (as last computed) */
-    /* hot */
+    /* geometry: read by every free, the lock-free ones included; never written while the page
+     * lives, and alone on its line (a line other threads' refills write would bounce) */
     _Alignas(64) uintptr_t addr; /* first slot (absolute address) */
     uint32_t span;               /* bytes: nslots * slot */
     uint32_t slot;               /* bytes per slot */
     uint32_t inv;                /* class reciprocal (slab_geom_t.inv) */
     uint32_t nslots;             /* slots */
-    uint32_t live;               /* live slots */
     uint16_t cls;                /* class index */
-    uint8_t dirty;               /* 1: `runs` is stale (a slot changed since it was computed) */
     uint8_t nwords;              /* bitmap words */
-    uint64_t summary;            /* bit w set iff bits[w] != 0 */
-    uint64_t bits[];             /* [nwords] bit set = slot free; bits past nslots are 0; then
+    /* state, under the pool lock: the alloc path's line */
+    _Alignas(64) uint32_t live; /* slots taken (live, or in a thread's cache) */
+    uint8_t dirty;              /* 1: `runs` is stale (a slot changed since it was computed) */
+    uint64_t summary;           /* bit w set iff bits[w] != 0 */
+    uint64_t bits[];            /* [nwords] bit set = slot free; bits past nslots are 0; then
                                     slab_slot_t[nslots], the sizes of the live slots */
 };
 
