@@ -102,6 +102,7 @@ void pool_destroy(pool_t *p)
 {
     if (!p) return;
     pool_cache_forget(p); /* other threads' caches of p are dropped, never touched again */
+    free(p->xfer);
     slab_destroy(&p->slab);
     addrmap_destroy(&p->live);
     desc_store_destroy(&p->desc);
@@ -315,6 +316,9 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool
         cache_mag_t *m = &c->mag[k];
         if (pool_cache_enter(p, c)) {
             uint32_t n = m->n;
+            if (n == 0 && !__atomic_load_n(&c->alone, __ATOMIC_RELAXED) &&
+                pool_cache_xfer_take(p, c, k))
+                n = m->n; /* half a magazine another thread handed over */
             if (__builtin_expect(n != 0, 1)) {
                 cache_ent_t e = m->ent[n - 1];
                 m->n = n - 1;
@@ -411,15 +415,17 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
     cache_thread_t *t = pool_cache_self; /* its loads overlap the page lookup's */
     cache_t *c = t && t->ent[0].pool == p && t->ent[0].id == p->id ? t->ent[0].cache : NULL;
     slab_page_t *pg = slab_page_of(&p->slab, addr);
-    if (pg && pg->cls < SLAB_CACHE_CLASSES) {
+    if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
         long idx = slab_slot_index(pg, addr);
         slab_slot_t *rec = idx >= 0 ? &slab_slots(pg)[idx] : NULL;
-        slab_slot_t s = rec ? *rec : SLAB_SLOT_FREE;
+        slab_slot_t s = rec ? __atomic_load_n(rec, __ATOMIC_RELAXED) : SLAB_SLOT_FREE;
         if (slab_record_live(s) && (s >> SLAB_SLOT_GBITS) != SLAB_REQ_ESCAPE &&
             (c || (c = pool_cache_lookup(p)) != NULL) && pool_cache_enter(p, c)) {
-            unsigned k = pg->cls;
+            unsigned k = SLAB_GEO(pg, cls);
             cache_mag_t *m = &c->mag[k];
             size_t slot = m->slot;
+            if (m->n == m->cap && !__atomic_load_n(&c->alone, __ATOMIC_RELAXED))
+                pool_cache_xfer_put(p, c, k); /* half of it to the class, for other threads */
             if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1)) {
                 size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
                 *rec = SLAB_SLOT_CACHED;

@@ -161,6 +161,24 @@ static void give_back(pool_t *p, cache_ent_t e)
     slab_slot_give(&p->slab, pg, (uint32_t)(e.rec - slab_slots(pg)));
 }
 
+/* Every entry of class k's transfer cache back to its page (pre: lock held, stopped, or no
+ * other thread has a cache). */
+static void xfer_flush(pool_t *p, unsigned k)
+{
+    cache_xfer_t *x = &p->xfer[k];
+    for (uint32_t i = 0; i < x->n; i++) give_back(p, x->ent[i]);
+    __atomic_sub_fetch(&p->xfer_blocks, x->n, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->n, 0, __ATOMIC_RELAXED);
+}
+
+static void xfer_flush_all(pool_t *p)
+{
+    for (unsigned k = 0;
+         p->xfer && k < SLAB_CACHE_CLASSES && __atomic_load_n(&p->xfer_blocks, __ATOMIC_RELAXED);
+         k++)
+        if (p->xfer[k].n) xfer_flush(p, k);
+}
+
 /* The `count` oldest blocks of magazine k back to their pages. */
 static void flush_oldest(pool_t *p, cache_t *c, unsigned k, uint32_t count)
 {
@@ -316,6 +334,15 @@ void pool_cache_sum(const pool_t *p, pool_counts_t *o)
             o->cached_bucket_bytes[b] += (uint64_t)m->n * m->slot;
         }
     }
+    for (unsigned k = 0; p->xfer && k < SLAB_CACHE_CLASSES; k++) {
+        uint32_t n = p->xfer[k].n;
+        if (!n) continue;
+        int b = bucket_of(slab_geom[k].slot);
+        o->cached_blocks += n;
+        o->cached_bytes += (size_t)n * slab_geom[k].slot;
+        o->cached_bucket_blocks[b] += n;
+        o->cached_bucket_bytes[b] += (uint64_t)n * slab_geom[k].slot;
+    }
     if (o->allocated > o->peak) o->peak = o->allocated;
 }
 
@@ -342,6 +369,10 @@ static void cache_unlink_pool(pool_t *p, cache_t *c)
 
 void pool_cache_empty(pool_t *p, cache_t *c)
 {
+    /* the only cache: no other thread can reach the transfer caches, which held only halves
+     * of magazines handed over while there were several */
+    if (p->caches == c && !c->pnext && __atomic_load_n(&p->xfer_blocks, __ATOMIC_RELAXED))
+        xfer_flush_all(p);
     if (!pool_cache_holds_all(p, c)) return;
     pool_cache_flush(p, c);
     if (p->slab.cached_pages) slab_release_cached(&p->slab);
@@ -394,6 +425,14 @@ static void cache_release(cache_t *c)
         pool_cache_locked(p);
         fold(p, c);
         cache_unlink_pool(p, c);
+        if (__atomic_load_n(&p->xfer_blocks, __ATOMIC_RELAXED) &&
+            (!p->caches || !p->caches->pnext)) {
+            /* one cache left at most, which no longer uses the transfer caches: their blocks
+             * go back (once its owner is out of a window that may have started before) */
+            pool_cache_stop(p);
+            xfer_flush_all(p);
+            pool_cache_go(p);
+        }
         if (p->slab.taken == 0 && addrmap_count(&p->live) == 0) slab_release_cached(&p->slab);
         pool_publish(p);
         pthread_mutex_unlock(&p->lock);
@@ -479,6 +518,34 @@ static cache_thread_t *thread_table(void)
     return t;
 }
 
+/* The transfer caches of p (pre: lock held).  0, or -1 on host OOM. */
+static int xfer_make(pool_t *p)
+{
+    size_t total = 0;
+    uint32_t cap[SLAB_CACHE_CLASSES], batch[SLAB_CACHE_CLASSES];
+    for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++) {
+        batch[k] = (mag_cap[k] + 1) / 2;
+        size_t by_bytes = CACHE_XFER_BYTES / slab_geom[k].slot / batch[k] * batch[k];
+        size_t c = (size_t)CACHE_XFER_BATCHES * batch[k];
+        if (c > by_bytes) c = by_bytes;
+        cap[k] = (uint32_t)(c < batch[k] ? batch[k] : c);
+        total += cap[k];
+    }
+    size_t head = SLAB_CACHE_CLASSES * sizeof(cache_xfer_t);
+    cache_xfer_t *x = aligned_alloc(64, (head + total * sizeof(cache_ent_t) + 63) & ~(size_t)63);
+    if (!x) return -1;
+    memset(x, 0, head);
+    cache_ent_t *e = (cache_ent_t *)(void *)((char *)x + head);
+    for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++) {
+        x[k].cap = cap[k];
+        x[k].batch = batch[k];
+        x[k].ent = e;
+        e += cap[k];
+    }
+    p->xfer = x;
+    return 0;
+}
+
 static cache_t *cache_new(pool_t *p, cache_thread_t *t)
 {
     size_t bytes = sizeof(cache_t) + mag_total * sizeof(cache_ent_t);
@@ -498,6 +565,12 @@ static cache_t *cache_new(pool_t *p, cache_thread_t *t)
     pthread_mutex_lock(&cache_lock);
     sweep();
     pthread_mutex_lock(&p->lock);
+    if (!p->xfer && xfer_make(p) != 0) {
+        pthread_mutex_unlock(&p->lock);
+        pthread_mutex_unlock(&cache_lock);
+        free(c);
+        return NULL;
+    }
     c->pnext = p->caches;
     if (c->pnext) c->pnext->pprev = c;
     p->caches = c;
@@ -573,6 +646,8 @@ void pool_cache_reap(pool_t *p)
         cache_unlink_pool(p, c);
         __atomic_store_n(&c->reaped, 1, __ATOMIC_RELEASE); /* the next sweep frees it */
     }
+    /* the child's one thread: nobody else can be in a window on the transfer caches */
+    if (!p->caches || !p->caches->pnext) xfer_flush_all(p);
     if (p->slab.taken == 0 && addrmap_count(&p->live) == 0) slab_release_cached(&p->slab);
     pool_publish(p);
 }
@@ -593,6 +668,7 @@ void pool_cache_drain_all(pool_t *p)
     pool_cache_stop(p);
     for (cache_t *c = p->caches; c; c = c->pnext)
         if (c->ncached) pool_cache_flush(p, c);
+    xfer_flush_all(p);
     pool_cache_go(p);
     if (p->slab.taken == 0 && addrmap_count(&p->live) == 0) slab_release_cached(&p->slab);
     pool_publish(p);

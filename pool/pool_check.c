@@ -722,6 +722,18 @@ static void check_caches(chk_t *c)
                  (unsigned long long)n, bytes, k->ncached, k->bytes);
         total += n;
     }
+    uint64_t in_xfer = 0;
+    for (unsigned cl = 0; p->xfer && cl < SLAB_CACHE_CLASSES; cl++) {
+        const cache_xfer_t *x = &p->xfer[cl];
+        if (x->n > x->cap || x->lock)
+            viol(c, "class %u: transfer cache holds %u > %u, or is locked", cl, x->n, x->cap);
+        in_xfer += x->n;
+    }
+    if (in_xfer != __atomic_load_n(&p->xfer_blocks, __ATOMIC_RELAXED))
+        viol(c, "transfer caches hold %llu blocks, the pool counts %llu",
+             (unsigned long long)in_xfer,
+             (unsigned long long)__atomic_load_n(&p->xfer_blocks, __ATOMIC_RELAXED));
+    total += in_xfer;
     uintptr_t *all = total ? malloc(total * sizeof *all) : NULL;
     uint64_t at = 0;
     for (const cache_t *k = p->caches; k; k = k->pnext)
@@ -736,6 +748,17 @@ static void check_caches(chk_t *c)
                          (unsigned long)e.addr, cl);
                 if (all && at < total) all[at++] = e.addr;
             }
+    for (unsigned cl = 0; p->xfer && cl < SLAB_CACHE_CLASSES; cl++)
+        for (uint32_t i = 0; i < p->xfer[cl].n && i < p->xfer[cl].cap; i++) {
+            cache_ent_t e = p->xfer[cl].ent[i];
+            const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
+            long idx = pg ? slab_slot_index(pg, e.addr) : -1;
+            if (idx < 0 || pg->cls != cl || e.rec != &slab_slots(pg)[idx] ||
+                !slot_cached(pg, (uint32_t)idx))
+                viol(c, "transfer-cache block %#lx (class %u) is not a cached slot of its class",
+                     (unsigned long)e.addr, cl);
+            if (all && at < total) all[at++] = e.addr;
+        }
     if (all) {
         qsort(all, at, sizeof *all, ent_cmp);
         for (uint64_t i = 1; i < at; i++)

@@ -98,6 +98,21 @@ typedef struct cache_mag {
     size_t live_bytes;       /* granted bytes allocated - freed here (wraps) */
 } cache_mag_t;
 
+/* A pool's transfer cache of one class: a stack of slots (taken from their pages, records
+ * SLAB_SLOT_CACHED) that threads' magazines hand over and take back in halves, under a
+ * try-lock, without the pool lock (tcmalloc's transfer cache).  Used only while the pool has
+ * caches of several threads; touched by an owner in its busy window (the try-lock orders the
+ * owners), or by a stopper (pool lock held, fast paths stopped). */
+typedef struct cache_xfer {
+    _Alignas(64) unsigned lock; /* atomic: 1 while an owner moves entries (never waited for) */
+    uint32_t n;                 /* entries held: ent[0..n) (atomic: read before the lock) */
+    uint32_t cap;               /* most entries (immutable) */
+    uint32_t batch;             /* entries moved at once: half a magazine (immutable) */
+    cache_ent_t *ent;           /* [cap] */
+} cache_xfer_t;
+#define CACHE_XFER_BATCHES 4u                /* a transfer cache holds that many halves... */
+#define CACHE_XFER_BYTES ((size_t)256 << 10) /* ... and at most this (at least one half) */
+
 typedef struct cache_thread cache_thread_t;
 typedef struct cache cache_t;
 struct cache {
@@ -167,6 +182,9 @@ struct pool {
      * block).  On a line of its own: written at every locked operation. */
     _Alignas(64) uint64_t in_use;
     _Alignas(64) cache_t *caches; /* this pool's caches (lock; cache_lock too to link/unlink) */
+    cache_xfer_t *xfer;           /* [SLAB_CACHE_CLASSES] transfer caches, made with the first cache
+                            (lock; then immutable until pool_destroy) */
+    uint64_t xfer_blocks;         /* atomic: entries in all transfer caches */
     pool_t *reg_next;             /* pools with caches (cache_lock) */
     pool_t *reg_prev;             /* pools with caches (cache_lock) */
     int registered;               /* on that list (cache_lock) */
@@ -289,6 +307,50 @@ static inline int pool_cache_holds_all(const pool_t *p, const cache_t *c)
 }
 /* The caller's cache holds every taken block: give them back (pre: lock held). */
 void pool_cache_empty(pool_t *p, cache_t *c);
+
+/* In the busy window of c (class k): refill the empty magazine from the class's transfer
+ * cache.  1 when it got blocks; 0 when there was none or another thread holds it. */
+static inline int pool_cache_xfer_take(pool_t *p, cache_t *c, unsigned k)
+{
+    cache_xfer_t *x = &p->xfer[k];
+    cache_mag_t *m = &c->mag[k];
+    if (!__atomic_load_n(&x->n, __ATOMIC_RELAXED) ||
+        __atomic_exchange_n(&x->lock, 1, __ATOMIC_ACQUIRE))
+        return 0;
+    uint32_t n = x->n, take = n < x->batch ? n : x->batch;
+    if (c->bytes + (size_t)take * m->slot > CACHE_BYTES_MAX) take = 0;
+    n -= take;
+    __builtin_memcpy(m->ent, x->ent + n, take * sizeof *m->ent);
+    __atomic_store_n(&x->n, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->lock, 0, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&p->xfer_blocks, take, __ATOMIC_RELAXED);
+    m->n = take;
+    c->ncached += take;
+    c->bytes += (size_t)take * m->slot;
+    return take != 0;
+}
+/* In the busy window of c (class k): hand the older half of the full magazine to the class's
+ * transfer cache.  1 when done; 0 when it is full or another thread holds it. */
+static inline int pool_cache_xfer_put(pool_t *p, cache_t *c, unsigned k)
+{
+    cache_xfer_t *x = &p->xfer[k];
+    cache_mag_t *m = &c->mag[k];
+    if (__atomic_exchange_n(&x->lock, 1, __ATOMIC_ACQUIRE)) return 0;
+    uint32_t n = x->n, put = x->batch;
+    if (n + put > x->cap || put > m->n) {
+        __atomic_store_n(&x->lock, 0, __ATOMIC_RELEASE);
+        return 0;
+    }
+    __builtin_memcpy(x->ent + n, m->ent, put * sizeof *m->ent);
+    __atomic_store_n(&x->n, n + put, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->lock, 0, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p->xfer_blocks, put, __ATOMIC_RELAXED);
+    __builtin_memmove(m->ent, m->ent + put, (m->n - put) * sizeof *m->ent);
+    m->n -= put;
+    c->ncached -= put;
+    c->bytes -= (size_t)put * m->slot;
+    return 1;
+}
 
 /* Stop the fast paths of p (pre: lock held; nests): when it returns no other thread is inside
  * a busy window of p and none enters one until pool_cache_go.  Costs nothing when no other

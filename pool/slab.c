@@ -36,6 +36,7 @@
  * Locking: caller holds pool->lock (slab_geom_init is pthread_once).
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,16 +283,18 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     desc_t *blk = tlsf_split(s->heap, s->desc, f, span, 1);
     blk->state = DESC_PAGE;
     blk->page = pg;
-    memset(pg, 0, sizeof *pg);
+    /* The geometry with relaxed atomic stores, the rest plainly (slab.h: SLAB_GEO). */
+    memset(pg, 0, offsetof(slab_page_t, addr));
+    memset(&pg->live, 0, sizeof *pg - offsetof(slab_page_t, live));
     pg->mem_order = (uint8_t)order;
-    pg->addr = blk->addr;
-    pg->span = (uint32_t)span;
-    pg->slot = g->slot;
-    pg->inv = g->inv;
-    pg->nslots = n;
-    pg->cls = (uint16_t)c;
+    __atomic_store_n(&pg->addr, blk->addr, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->span, (uint32_t)span, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->slot, g->slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->inv, g->inv, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->nslots, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->cls, (uint16_t)c, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->nwords, (uint8_t)nwords, __ATOMIC_RELAXED);
     pg->dirty = 1; /* its runs (all zero) are in the sums as they are */
-    pg->nwords = (uint8_t)nwords;
     pg->blk = blk;
     pg->id = id;
     for (uint32_t w = 0; w < nwords; w++) {

@@ -207,9 +207,15 @@ static inline unsigned slab_class_of(size_t need)
     return 16u + (m - 4u) * 8u + (unsigned)((u - 1) >> (m - 3u)) - 8u;
 }
 
+/* A field of a page's geometry.  The lock-free free path may read the geometry of a page that
+ * is being released and its memory reused for another (slab_page_of, for an address that is
+ * not that page's): the geometry is written (slab.c) and read with relaxed atomics, so such a
+ * read sees one value or the other, and the bounds check then refuses the page. */
+#define SLAB_GEO(pg, field) __atomic_load_n(&(pg)->field, __ATOMIC_RELAXED)
+
 static inline slab_slot_t *slab_slots(const slab_page_t *pg)
 {
-    return (slab_slot_t *)(uintptr_t)(pg->bits + pg->nwords);
+    return (slab_slot_t *)(uintptr_t)(pg->bits + pg->nwords); /* a live slot's page: stable */
 }
 
 /* The page holding addr, or NULL (any address).  Safe without the lock (the lock-free free
@@ -233,7 +239,7 @@ static inline slab_page_t *slab_page_of(const slab_t *s, uintptr_t addr)
     else
         pg = __atomic_load_n(&e->cover, __ATOMIC_ACQUIRE);
     if (!pg) return NULL;
-    return addr - pg->addr < pg->span ? pg : NULL;
+    return addr - SLAB_GEO(pg, addr) < SLAB_GEO(pg, span) ? pg : NULL;
 }
 
 /* pre: pg is on no list. */
@@ -364,9 +370,11 @@ static inline long slab_slot_live(const slab_page_t *pg, uintptr_t addr)
  * the page's immutable geometry: the lock-free free path's first step. */
 static inline long slab_slot_index(const slab_page_t *pg, uintptr_t addr)
 {
-    uintptr_t off = addr - pg->addr;
-    uint32_t idx = (uint32_t)(((uint64_t)(uint32_t)(off >> DESC_GRAN_SHIFT) * pg->inv) >> 31);
-    if ((off & (POOL_ALIGN - 1)) || (uintptr_t)idx * pg->slot != off || idx >= pg->nslots)
+    uintptr_t off = addr - SLAB_GEO(pg, addr);
+    uint32_t idx =
+        (uint32_t)(((uint64_t)(uint32_t)(off >> DESC_GRAN_SHIFT) * SLAB_GEO(pg, inv)) >> 31);
+    if ((off & (POOL_ALIGN - 1)) || (uintptr_t)idx * SLAB_GEO(pg, slot) != off ||
+        idx >= SLAB_GEO(pg, nslots))
         return -1;
     return (long)idx;
 }

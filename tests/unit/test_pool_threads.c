@@ -516,14 +516,17 @@ static void *many_main(void *arg)
         size_t i = (size_t)(rng_next(&m->seed) % MANY_SLOTS), g = 0;
         uintptr_t a = __atomic_exchange_n(&m->slots[i], 0, __ATOMIC_ACQ_REL);
         if (a) { /* someone else's block, most likely: free it */
-            if (pool_free(m->pool, a, &g, NULL) != POOL_OK) m->errors++;
+            int rc = pool_free(m->pool, a, &g, NULL);
+            if (rc != POOL_OK && m->errors++ == 0)
+                print_error("pool_free(%#lx): %d\n", (unsigned long)a, rc);
             m->freed += g;
             continue;
         }
         g = (size_t)1 << (rng_next(&m->seed) % 16);
         g += rng_next(&m->seed) % g;
-        if (pool_alloc(m->pool, g, g, &a, NULL) != POOL_OK) {
-            m->errors++;
+        int rc = pool_alloc(m->pool, g, g, &a, NULL);
+        if (rc != POOL_OK) {
+            if (m->errors++ == 0) print_error("pool_alloc(%zu): %d\n", g, rc);
             continue;
         }
         m->allocated += g;
