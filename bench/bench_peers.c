@@ -28,7 +28,8 @@
  *    pool's overhead counter before and after each allocation (pool_get_stats).
  * C. BENCH_PEERS lines for scripts, and the machine: nproc, CPU model, load average at the
  *    start and at the end.
- * Usage: bench_peers [scale]   scale (default 1) multiplies the timed pairs, the warm-up, the
+ * Usage: bench_peers [scale]   (BENCH_PEERS_SECTIONS=ABC: the sections to run, default all)
+ *        scale (default 1) multiplies the timed pairs, the warm-up, the
  *        1,000,000-live scenario's live count and the generated traces' lengths (e.g. 0.05 for
  *        a quick look); the default run takes 1 to 3 minutes on 2 loaded cores.
  */
@@ -894,9 +895,10 @@ int main(int argc, char **argv)
     size_t nthr = 0;
     for (size_t i = 0; i < n; i++)
         thr[nthr++] = lat[i] == &peer_glibc ? &g_plain_glibc_ops : lat[i];
-    threads_section(scale, thr, nthr);
-    lat_section(scale, lat, n);
-    frag_section(scale, rmm);
+    const char *only = getenv("BENCH_PEERS_SECTIONS"); /* e.g. "C": fragmentation only */
+    if (!only || strchr(only, 'A')) threads_section(scale, thr, nthr);
+    if (!only || strchr(only, 'B')) lat_section(scale, lat, n);
+    if (!only || strchr(only, 'C')) frag_section(scale, rmm);
     read_loadavg(load1, sizeof load1);
     printf("\nload average at start %s, at end %s\n\n", load0, load1);
     printf("BENCH_PEERS kind=machine nproc=%ld cpu=\"%s\" load_start=\"%s\" load_end=\"%s\" "

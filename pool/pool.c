@@ -211,7 +211,10 @@ static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t
         *out = slab_slot_take(&p->slab, pg, granted, requested);
         return 1;
     }
-    if (large_alloc(p, need, granted, requested, out)) return 1;
+    if (large_alloc(p, need, granted, requested, out)) {
+        cl->outside++; /* counted until it is freed (free_locked) */
+        return 1;
+    }
     for (unsigned k = c + 1; k < SLAB_NCLASSES; k++) {
         slab_class_t *d = &p->slab.cls[k];
         if (!d->partial && d->cached) slab_uncache(&p->slab, d);
@@ -379,6 +382,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
         debug_assert_internal(b->state == DESC_LIVE && b->addr == addr);
         if (granted_out) *granted_out = b->granted;
         if (requested_out) *requested_out = b->requested;
+        if (b->size <= SLAB_MAX) p->slab.cls[slab_class_of(b->size)].outside--;
         count_live(p, b->granted, b->requested, -1);
         tlsf_insert(&p->large, tlsf_coalesce(&p->large, &p->desc, b));
     }

@@ -49,11 +49,12 @@ static void geom_build(void)
 {
     for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
         size_t units;
-        if (c < 16) {
+        if (c < SLAB_LINEAR) {
             units = c + 1;
         } else {
-            unsigned k = c - 16, m = 4 + k / 8, j = k % 8;
-            units = ((size_t)1 << m) + ((size_t)(j + 1) << (m - 3));
+            unsigned k = c - SLAB_LINEAR, m = SLAB_STEP_LOG2 + 1 + k / SLAB_STEPS,
+                     j = k % SLAB_STEPS;
+            units = ((size_t)1 << m) + ((size_t)(j + 1) << (m - SLAB_STEP_LOG2));
         }
         size_t slot = units << DESC_GRAN_SHIFT;
         size_t lo = (SLAB_PAGE_MIN + slot - 1) / slot, hi = lo;
@@ -77,6 +78,7 @@ int slab_init(slab_t *s, uintptr_t ubase, size_t usable, tlsf_t *heap, desc_stor
     memset(s, 0, sizeof *s);
     slab_geom_init();
     s->ubase = ubase;
+    s->min_live = SLAB_PAGE_MIN_LIVE;
     s->heap = heap;
     s->desc = desc;
     if (addrmap_init(&s->req_map, 16) != 0) return -1;
@@ -261,11 +263,22 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
 {
     debug_assert_internal(c < SLAB_NCLASSES && s->desc->free_count >= 1);
     if (!s->gran_dir) return NULL;
+    /* A class with few live blocks gets no page: its blocks go to the large heap, where they
+     * take their size rounded to 64 B instead of pinning a page of >= 256 KiB. */
+    if (s->cls[c].live + s->cls[c].outside + 1 < s->min_live) return NULL;
     const slab_geom_t *g = &slab_geom[c];
     uint32_t n = page_slots(s, c);
     uint32_t nwords = (n + 63) / 64;
     size_t span = (size_t)n * g->slot;
-    desc_t *f = slab_large_find(s, span);
+    /* Pages stack downwards from the top of the range: the free block just below the last
+     * page made, if it holds this one, else the best fit (whose top end is taken). */
+    desc_t *f = NULL;
+    const slab_page_t *last = s->last_addr ? slab_page_of(s, s->last_addr) : NULL;
+    if (last && last->addr == s->last_addr) {
+        desc_t *below = last->blk->phys_prev;
+        if (below && below->state == DESC_FREE && below->size >= span) f = below;
+    }
+    if (!f) f = slab_large_find(s, span);
     if (!f || gran_leaves(s, f->addr + f->size - span, span) != 0) return NULL;
     uint32_t id = id_peek(s);
     if (!id) return NULL;
@@ -304,6 +317,7 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
     memset(slab_slots(pg), 0xff, n * sizeof(slab_slot_t)); /* SLAB_SLOT_FREE */
     s->page_by_id[id] = pg;
+    s->last_addr = pg->addr;
     gran_set(s, pg, 1);
     s->pages++;
     s->cls[c].pages++;

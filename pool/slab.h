@@ -60,18 +60,28 @@
  * all.  Larger requests go to the TLSF heap, which rounds to 64 bytes only (a 256 KiB limit
  * measured better minimum pools on the shipped traces than 1 MiB, at the same medians in
  * bench_pool). */
-#define SLAB_MAX ((size_t)1 << 18)                   /* largest granted size served by a slab */
-#define SLAB_NCLASSES 80u                            /* classes 0..79, the last one 256 KiB */
+#define SLAB_MAX ((size_t)1 << 18) /* largest granted size served by a slab */
+#ifndef SLAB_STEP_LOG2
+#define SLAB_STEP_LOG2 3u /* 2^3 = 8 classes per power of two (internal waste < 12.5 %) */
+#endif
+#define SLAB_STEPS (1u << SLAB_STEP_LOG2) /* classes per power of two */
+#define SLAB_LINEAR (2u * SLAB_STEPS)     /* classes of 64-byte steps (to 1 KiB for 8) */
+/* classes: the linear ones, then SLAB_STEPS per power of two from SLAB_LINEAR * 64 B to
+ * SLAB_MAX (2^18 / 64 = 2^12 units): 80 for 8 steps */
+#define SLAB_NCLASSES (SLAB_LINEAR + SLAB_STEPS * (12u - (SLAB_STEP_LOG2 + 1u)))
 #define SLAB_PAGE_SHIFT 18u                          /* granule of the page table: 256 KiB */
 #define SLAB_PAGE_MIN ((size_t)1 << SLAB_PAGE_SHIFT) /* no page is smaller than one granule */
 #define SLAB_PAGE_MAX ((size_t)4 << 20)              /* pages of 32+ slots, capped at 4 MiB */
 #define SLAB_PAGE_SLOTS 32u                          /* slots of a full-grown page, at least */
 #define SLAB_PAGE_GROW 4u                            /* a new page: class live slots / 4 slots */
 #define SLAB_CACHE_PAGES 2u                          /* empty pages a class keeps for reuse */
-#define SLAB_PAGE_MAX_SLOTS 4096u                    /* 64 bitmap words: one summary word */
-#define SLAB_PAGE_ID_MAX 0xfffffffeu                 /* page ids 1..SLAB_PAGE_ID_MAX (0 = none) */
-#define SLAB_MEM_MIN_ORDER 8u                        /* page metadata blocks: 256 B .. */
-#define SLAB_MEM_ORDERS 16u                          /* .. 32 KiB (4096 slots take 17 KiB) */
+#ifndef SLAB_PAGE_MIN_LIVE
+#define SLAB_PAGE_MIN_LIVE 8u /* a class gets a new page only with this many live blocks */
+#endif
+#define SLAB_PAGE_MAX_SLOTS 4096u    /* 64 bitmap words: one summary word */
+#define SLAB_PAGE_ID_MAX 0xfffffffeu /* page ids 1..SLAB_PAGE_ID_MAX (0 = none) */
+#define SLAB_MEM_MIN_ORDER 8u        /* page metadata blocks: 256 B .. */
+#define SLAB_MEM_ORDERS 16u          /* .. 32 KiB (4096 slots take 17 KiB) */
 
 /* ---- types -------------------------------------------------------------------------------- */
 /* Geometry of one class, the same for every pool (slab.c builds the table once). */
@@ -94,7 +104,8 @@ typedef struct slab_class {
     uint32_t ncached;     /* length of `cached`, <= SLAB_CACHE_PAGES */
     uint32_t pad;         /* unused */
     uint64_t pages;       /* pages of this class (partial + full + cached) */
-    uint64_t live;        /* live slots in them */
+    uint64_t live;        /* slots taken in them (live, or in a thread's cache) */
+    uint64_t outside;     /* live blocks of this class's sizes in the large heap (pool.c) */
 } slab_class_t;
 
 /* The sizes of a live slot in 32 bits (at 8 bytes the slot records of 100,000 live blocks
@@ -194,6 +205,8 @@ typedef struct slab {
     addrmap_t req_map;              /* live slot address -> requested, for escaped records */
     slab_page_t *spare[SLAB_MEM_ORDERS]; /* released pages' memory by log2 bytes (via next) */
     size_t spare_bytes;                  /* host bytes on the spare lists */
+    uintptr_t last_addr;                 /* address of the last page made (a hint, slab.c) */
+    uint32_t min_live;                   /* SLAB_PAGE_MIN_LIVE (white-box tests set 1) */
     slab_class_t cls[SLAB_NCLASSES];     /* size classes */
 } slab_t;
 
@@ -202,9 +215,10 @@ static inline unsigned slab_class_of(size_t need)
 {
     debug_assert_internal(need > 0 && need <= SLAB_MAX && need % POOL_ALIGN == 0);
     size_t u = need >> DESC_GRAN_SHIFT;
-    if (u <= 16) return (unsigned)u - 1;
+    if (u <= SLAB_LINEAR) return (unsigned)u - 1;
     unsigned m = 63u - (unsigned)__builtin_clzll((unsigned long long)(u - 1));
-    return 16u + (m - 4u) * 8u + (unsigned)((u - 1) >> (m - 3u)) - 8u;
+    return SLAB_LINEAR + (m - SLAB_STEP_LOG2 - 1u) * SLAB_STEPS +
+           (unsigned)((u - 1) >> (m - SLAB_STEP_LOG2)) - SLAB_STEPS;
 }
 
 /* A field of a page's geometry.  The lock-free free path may read the geometry of a page that

@@ -310,14 +310,14 @@ static void step_alloc_or_free(parked_t *t, int i)
 {
     if (i == 0 && t->id == 0) { /* thread 0 allocates */
         for (size_t k = 0; k < 64; k++) {
-            size_t g = 100 + k * 700;
+            size_t g = 100 + (k % 4) * 700;
             if (pool_alloc(t->pool, g, g, &t->addr[k], NULL) != POOL_OK) t->errors++;
         }
         t->n = 64;
     } else if (t->n) { /* step 1: the other thread frees them */
         for (size_t k = 0; k < t->n; k++) {
             size_t g = 0;
-            if (pool_free(t->pool, t->addr[k], &g, NULL) != POOL_OK || g != 100 + k * 700)
+            if (pool_free(t->pool, t->addr[k], &g, NULL) != POOL_OK || g != 100 + (k % 4) * 700)
                 t->errors++;
         }
         t->n = 0;

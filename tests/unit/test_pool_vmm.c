@@ -825,11 +825,11 @@ typedef struct cacher {
 static void *cacher_main(void *arg)
 {
     cacher_t *t = arg;
-    uintptr_t a[6];
+    uintptr_t a[12]; /* enough for its class to get a page (SLAB_PAGE_MIN_LIVE) */
     for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < 12; i++)
             if (pool_alloc(t->pool, 16 * KiB, 16 * KiB, &a[i], NULL) != POOL_OK) t->errors++;
-        for (int i = 0; i < 6; i++)
+        for (int i = 0; i < 12; i++)
             if (pool_free(t->pool, a[i], NULL, NULL) != POOL_OK) t->errors++;
         pthread_barrier_wait(t->bar); /* its cache holds the blocks (the page is taken) */
         pthread_barrier_wait(t->bar); /* main gave the memory back meanwhile */
