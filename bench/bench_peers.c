@@ -467,6 +467,29 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
     const lat_t *np_1k = &sum[0].c[0].med, *np_big = &sum[2].c[0].med;
     printf("npupool at %zu live / npupool at 1,000 live: median %.2f, mean %.2f\n", sc[2].live,
            np_big->median / np_1k->median, np_big->mean / np_1k->mean);
+    /* The goals of issue 13, with the figures above. */
+    int b1 = best_peer(sum[0].c, sum[0].n, FIG_MEDIAN);
+    double bm = b1 > 0 ? sum[0].c[b1].med.median : 0;
+    printf("goal: median at 1,000 live <= the best peer's: npupool %.1f, %s %.1f: %s\n",
+           np_1k->median, b1 > 0 ? sum[0].c[b1].ops->name : "-", bm,
+           np_1k->median <= bm ? "met" : "not met");
+    for (int k = 0; k < 3; k++) {
+        int w = 0; /* the peers whose p99.9 is below npupool's */
+        char names[256] = "";
+        size_t at = 0;
+        for (size_t i = 1; i < sum[k].n; i++)
+            if (!sum[k].c[i].med.failed && sum[k].c[i].med.p999 < sum[k].c[0].med.p999) {
+                w++;
+                at += (size_t)snprintf(names + at, sizeof names - at, "%s%s %.1f", w > 1 ? ", " : "",
+                                       sum[k].c[i].ops->name, sum[k].c[i].med.p999);
+                if (at >= sizeof names) at = sizeof names - 1;
+            }
+        printf("goal: p99.9 at %zu live <= every peer's: npupool %.1f: %s%s%s\n", sum[k].live,
+               sum[k].c[0].med.p999, w ? "not met (below it: " : "met", names, w ? ")" : "");
+    }
+    double ratio = np_big->median / np_1k->median;
+    printf("goal: median at %zu live <= 1.5 x npupool's at 1,000 live: %.2f x: %s\n", sc[2].live,
+           ratio, ratio <= 1.5 ? "met" : "not met");
     bench_line("BENCH_PEERS kind=scaling live_big=%zu npupool_big_over_1k_median=%.3f "
                "npupool_big_over_1k_mean=%.3f",
                sc[2].live, np_big->median / np_1k->median, np_big->mean / np_1k->mean);
@@ -807,7 +830,8 @@ static void frag_family(ptrace_t *tr, int ntr, const frag_entry_t *fe, size_t nf
         if (fe[a].ops == fe[0].ops) *ratio_np = mr;
         if (fe[a].ops == &peer_bestfit) *ratio_bf = mr;
     }
-    printf("%-8s npupool / bestfit (medians): %.3f\n", tr[0].name, *ratio_np / *ratio_bf);
+    printf("%-8s npupool / bestfit (medians): %.3f (goal <= 1: %s)\n", tr[0].name,
+           *ratio_np / *ratio_bf, *ratio_np <= *ratio_bf ? "met" : "not met");
     bench_line("BENCH_PEERS kind=frag_summary trace=%s npupool_min_over_peak=%.4f "
                "bestfit_min_over_peak=%.4f np_over_bestfit=%.4f",
                tr[0].name, *ratio_np, *ratio_bf, *ratio_np / *ratio_bf);

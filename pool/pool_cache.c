@@ -263,7 +263,7 @@ void pool_cache_push(pool_t *p, cache_t *c, slab_page_t *pg, uint32_t idx, uintp
     unsigned k = pg->cls;
     cache_mag_t *m = &c->mag[k];
     debug_assert_internal(k < SLAB_CACHE_CLASSES);
-    if (m->n == m->cap) flush_oldest(p, c, k, (m->cap + 1) / 2);
+    if (m->n == m->cap) flush_oldest(p, c, k, CACHE_FLUSH(m->cap));
     if (c->bytes + pg->slot > CACHE_BYTES_MAX) trim(p, c, pg->slot); /* pg keeps the slot */
     slab_slot_t *rec = &slab_slots(pg)[idx];
     *rec = SLAB_SLOT_CACHED;

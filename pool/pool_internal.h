@@ -79,6 +79,12 @@ typedef struct pool_vmm {
 #define CACHE_MAG_MAX 64u                     /* blocks one class holds, at most */
 #define CACHE_BYTES_MAX ((size_t)4 << 20)     /* bytes of slots one cache holds, at most */
 #define CACHE_POOLS 4u                        /* pools a thread caches for at once */
+#ifndef CACHE_FLUSH_DIV
+#define CACHE_FLUSH_DIV 8u
+#endif
+/* Blocks a full magazine gives back to their pages at once: few, since each may miss the
+ * cache three times (a flush is a tail latency); refills take half a magazine. */
+#define CACHE_FLUSH(cap) ((cap) / CACHE_FLUSH_DIV ? (cap) / CACHE_FLUSH_DIV : 1u)
 
 typedef struct cache_ent {
     uintptr_t addr;   /* the slot's address */
