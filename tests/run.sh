@@ -59,6 +59,9 @@ run_case() { # $1 = script, $2 = variant
     fi
 }
 
+for BUILD in "$@"; do # every argument must be a build directory (not a case name: TEST_FILTER)
+    [ -d "$BUILD/obj" ] || { echo "tests/run.sh: '$BUILD' is not a build directory (cases are chosen with TEST_FILTER=\"word ...\")" >&2; exit 2; }
+done
 for BUILD in "$@"; do
     case "$BUILD" in */asan) variant=asan;; */tsan) variant=tsan;; *) variant=plain;; esac
     export BUILD
