@@ -480,8 +480,9 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
         for (size_t i = 1; i < sum[k].n; i++)
             if (!sum[k].c[i].med.failed && sum[k].c[i].med.p999 < sum[k].c[0].med.p999) {
                 w++;
-                at += (size_t)snprintf(names + at, sizeof names - at, "%s%s %.1f", w > 1 ? ", " : "",
-                                       sum[k].c[i].ops->name, sum[k].c[i].med.p999);
+                at +=
+                    (size_t)snprintf(names + at, sizeof names - at, "%s%s %.1f", w > 1 ? ", " : "",
+                                     sum[k].c[i].ops->name, sum[k].c[i].med.p999);
                 if (at >= sizeof names) at = sizeof names - 1;
             }
         printf("goal: p99.9 at %zu live <= every peer's: npupool %.1f: %s%s%s\n", sum[k].live,

@@ -62,6 +62,7 @@ pool_t *pool_new(uintptr_t base, size_t size, unsigned chunk_shift)
     uintptr_t uend = (base + size) & ~(uintptr_t)(POOL_ALIGN - 1);
     if (ubase < base || uend <= ubase) return NULL; /* not even one aligned block fits */
     slab_geom_init();
+    pool_cache_barrier_setup();
     pool_t *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63); /* its lines: pool_internal.h */
     if (!p) return NULL;
     memset(p, 0, sizeof *p);

@@ -307,6 +307,15 @@ size_t pool_capacity(const pool_t *pool);
  * pool_explain and pool_give_back before they look. */
 void pool_drain_caches(pool_t *pool);
 
+/* Set up what thread caches need once per process (their thread-exit key, their fork handlers,
+ * membarrier registration); idempotent, and done by the first cache otherwise.  A program that
+ * forks while its threads make their first caches calls it first, from one thread: a fork in the
+ * middle of the set-up would leave the child's copy of it in progress (glibc's pthread_once
+ * restarts it in the child, ThreadSanitizer's does not), and fork handlers registered after the
+ * caller's run before them (the shim registers its own first: its prepare takes the pool locks
+ * after this one has stopped the caches). */
+void pool_threads_prepare(void);
+
 /* For fork handlers only. */
 void pool_lock(pool_t *pool);
 void pool_unlock(pool_t *pool);

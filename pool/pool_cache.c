@@ -77,7 +77,7 @@ static pthread_key_t cache_key;
 static int cache_key_ok;
 static uint32_t mag_cap[SLAB_CACHE_CLASSES]; /* cap(c) */
 static size_t mag_total;                     /* sum of cap(c): entries of one cache */
-static void *barrier_page;                   /* mprotect fallback of the heavy barrier */
+static char *barrier_page;                   /* mprotect fallback of the heavy barrier */
 /* What a thread's table points at once its key destructor ran: no new caches. */
 static cache_thread_t cache_exited = {.exiting = 1};
 
@@ -102,10 +102,11 @@ static void heavy_barrier(void)
 #endif
     /* Unexpected refusal: changing a page's protection interrupts every CPU that runs this
      * process to flush its TLB, which serializes it (the technique before membarrier). */
-    if (barrier_page) {
-        mprotect(barrier_page, 4096, PROT_READ | PROT_WRITE);
-        *(volatile char *)barrier_page = 0;
-        mprotect(barrier_page, 4096, PROT_READ);
+    char *pg = __atomic_load_n(&barrier_page, __ATOMIC_ACQUIRE);
+    if (pg) {
+        mprotect(pg, 4096, PROT_READ | PROT_WRITE);
+        __atomic_store_n(pg, 0, __ATOMIC_RELAXED); /* stoppers of two pools may both be here */
+        mprotect(pg, 4096, PROT_READ);
     }
 }
 
@@ -457,7 +458,7 @@ static void fork_prepare(void)
     pthread_mutex_lock(&cache_lock);
     for (pool_t *p = cache_pools; p; p = p->reg_next)
         __atomic_add_fetch(&p->stw, 1, __ATOMIC_SEQ_CST);
-    heavy_barrier();
+    if (cache_pools) heavy_barrier(); /* no pool has a cache: no window to close */
     const cache_thread_t *me = pool_cache_self;
     for (const cache_t *c = all_caches; c; c = c->gnext)
         if (c->pool && c->owner != me && !c->orphan) wait_idle(c);
@@ -489,16 +490,30 @@ static void fork_child(void)
 
 static void cache_init(void)
 {
+    slab_geom_init(); /* the slot sizes: no pool may exist yet (pool_threads_prepare) */
     for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++) {
         size_t cap = CACHE_CLASS_BYTES / slab_geom[k].slot;
         mag_cap[k] = (uint32_t)(cap < 1 ? 1 : cap > CACHE_MAG_MAX ? CACHE_MAG_MAX : cap);
         mag_total += mag_cap[k];
     }
-    if (membarrier_register() != 0) pool_cache_fenced = 1;
     void *pg = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    barrier_page = pg == MAP_FAILED ? NULL : pg;
+    __atomic_store_n(&barrier_page, pg == MAP_FAILED ? NULL : pg, __ATOMIC_RELEASE);
     if (pthread_atfork(fork_prepare, fork_parent, fork_child) != 0) return;
     cache_key_ok = pthread_key_create(&cache_key, thread_exit) == 0;
+}
+
+void pool_threads_prepare(void) { pthread_once(&cache_once, cache_init); }
+
+void pool_cache_barrier_setup(void)
+{
+    /* Not a pthread_once: registering takes an RCU grace period (milliseconds) in a process
+     * with threads, and a fork in the middle of a once leaves it in progress in the child under
+     * ThreadSanitizer.  Registering twice is harmless; pool_new runs this before its pool can
+     * have a cache, so an owner reads pool_cache_fenced after it is final. */
+    static int done;
+    if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
+    if (membarrier_register() != 0) __atomic_store_n(&pool_cache_fenced, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }
 
 /* The calling thread's table, made on first use; NULL when it cannot have caches. */
@@ -506,7 +521,7 @@ static cache_thread_t *thread_table(void)
 {
     cache_thread_t *t = pool_cache_self;
     if (t) return t->exiting ? NULL : t;
-    pthread_once(&cache_once, cache_init);
+    pool_threads_prepare();
     if (!cache_key_ok) return NULL;
     t = calloc(1, sizeof *t);
     if (!t) return NULL;

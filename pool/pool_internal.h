@@ -361,6 +361,9 @@ static inline int pool_cache_xfer_put(pool_t *p, cache_t *c, unsigned k)
 /* Stop the fast paths of p (pre: lock held; nests): when it returns no other thread is inside
  * a busy window of p and none enters one until pool_cache_go.  Costs nothing when no other
  * thread has a cache for p; else one membarrier() and a wait for the windows open now. */
+/* Register for membarrier once per process (else the owners fence: pool_cache_fenced); called
+ * by pool_new, before the pool is seen by any thread. */
+void pool_cache_barrier_setup(void);
 void pool_cache_stop(pool_t *p);
 void pool_cache_go(pool_t *p);
 /* Under the lock (pre: held): flush the caches of threads the fork did not copy. */
