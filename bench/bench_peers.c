@@ -28,14 +28,17 @@
  *    pool's overhead counter before and after each allocation (pool_get_stats).
  * C. BENCH_PEERS lines for scripts, and the machine: nproc, CPU model, load average at the
  *    start and at the end.
- * Usage: bench_peers [scale]   scale (default 1) multiplies the timed pairs, the warm-up, the
+ * Usage: bench_peers [scale]   (BENCH_PEERS_SECTIONS=ABC: the sections to run, default all)
+ *        scale (default 1) multiplies the timed pairs, the warm-up, the
  *        1,000,000-live scenario's live count and the generated traces' lengths (e.g. 0.05 for
  *        a quick look); the default run takes 1 to 3 minutes on 2 loaded cores.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "firstfit.h"
@@ -216,7 +219,7 @@ static double median3(double a, double b, double c)
     return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
 }
 
-/* ---- A. pair latency --------------------------------------------------------------------------- */
+/* ---- B. pair latency --------------------------------------------------------------------------- */
 typedef struct scenario {
     size_t live;    /* live blocks in steady state */
     size_t lo, hi;  /* sizes, log-uniform */
@@ -332,7 +335,7 @@ static void __attribute__((format(printf, 1, 2))) bench_line(const char *fmt, ..
     g_lines[g_lines_len] = '\0';
 }
 
-/* ---- A. the latency tables ---------------------------------------------------------------------- */
+/* ---- B. the latency tables ---------------------------------------------------------------------- */
 typedef struct contender {
     const peer_ops_t *ops; /* the allocator */
     lat_t run[RUNS];       /* each run's figures */
@@ -423,7 +426,7 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
     };
     summary_t sum[3];
     contender_t c[MAX_ALLOCS];
-    printf("\nA. free+malloc pair latency in steady state, ns: median over %d interleaved runs of "
+    printf("\nB. free+malloc pair latency in steady state, ns: median over %d interleaved runs of "
            "each run's median / p99 / p99.9 (%zu pairs timed one by one) and mean (%zu other "
            "pairs, untimed, wall clock / pairs); np/this = npupool's figure / this one's\n",
            RUNS, pairs, pairs);
@@ -464,12 +467,250 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
     const lat_t *np_1k = &sum[0].c[0].med, *np_big = &sum[2].c[0].med;
     printf("npupool at %zu live / npupool at 1,000 live: median %.2f, mean %.2f\n", sc[2].live,
            np_big->median / np_1k->median, np_big->mean / np_1k->mean);
+    /* The goals of issue 13, with the figures above. */
+    int b1 = best_peer(sum[0].c, sum[0].n, FIG_MEDIAN);
+    double bm = b1 > 0 ? sum[0].c[b1].med.median : 0;
+    printf("goal: median at 1,000 live <= the best peer's: npupool %.1f, %s %.1f: %s\n",
+           np_1k->median, b1 > 0 ? sum[0].c[b1].ops->name : "-", bm,
+           np_1k->median <= bm ? "met" : "not met");
+    for (int k = 0; k < 3; k++) {
+        int w = 0; /* the peers whose p99.9 is below npupool's */
+        char names[256] = "";
+        size_t at = 0;
+        for (size_t i = 1; i < sum[k].n; i++)
+            if (!sum[k].c[i].med.failed && sum[k].c[i].med.p999 < sum[k].c[0].med.p999) {
+                w++;
+                at +=
+                    (size_t)snprintf(names + at, sizeof names - at, "%s%s %.1f", w > 1 ? ", " : "",
+                                     sum[k].c[i].ops->name, sum[k].c[i].med.p999);
+                if (at >= sizeof names) at = sizeof names - 1;
+            }
+        printf("goal: p99.9 at %zu live <= every peer's: npupool %.1f: %s%s%s\n", sum[k].live,
+               sum[k].c[0].med.p999, w ? "not met (below it: " : "met", names, w ? ")" : "");
+    }
+    double ratio = np_big->median / np_1k->median;
+    printf("goal: median at %zu live <= 1.5 x npupool's at 1,000 live: %.2f x: %s\n", sc[2].live,
+           ratio, ratio <= 1.5 ? "met" : "not met");
     bench_line("BENCH_PEERS kind=scaling live_big=%zu npupool_big_over_1k_median=%.3f "
                "npupool_big_over_1k_mean=%.3f",
                sc[2].live, np_big->median / np_1k->median, np_big->mean / np_1k->mean);
 }
 
-/* ---- B. fragmentation --------------------------------------------------------------------------- */
+/* ---- A. threads ------------------------------------------------------------------------------ */
+static double median_of(double *v, int n);
+/* An arena peer is not thread-safe: the threads table runs it behind one mutex. */
+typedef struct locked_peer {
+    pthread_mutex_t lock;  /* around every call */
+    const peer_ops_t *ops; /* the peer */
+    void *inner;           /* its instance */
+} locked_peer_t;
+
+/* glibc in the threads table: malloc/free as a program gets them (no mallopt: one arena per
+ * thread as glibc chooses; the latency table's settings come later in the run). */
+static int g_plain_glibc;
+static void *plain_glibc_create(size_t range) { return (void)range, &g_plain_glibc; }
+static void plain_glibc_destroy(void *c) { (void)c; }
+static int plain_glibc_alloc(void *c, size_t size, uintptr_t *out)
+{
+    (void)c;
+    void *p = malloc(size);
+    *out = (uintptr_t)p;
+    return p ? 0 : -1;
+}
+static int plain_glibc_free(void *c, uintptr_t at)
+{
+    (void)c;
+    free((void *)at);
+    return 0;
+}
+static const peer_ops_t g_plain_glibc_ops = {.name = "glibc",
+                                             .create = plain_glibc_create,
+                                             .destroy = plain_glibc_destroy,
+                                             .alloc = plain_glibc_alloc,
+                                             .free = plain_glibc_free};
+
+#define TH_LIVE 1000
+#define TH_MAX 64
+typedef struct th_arg {
+    const peer_ops_t *ops;       /* the allocator (or the locking wrapper's ops) */
+    void *inst;                  /* its instance, shared by the threads */
+    locked_peer_t *locked;       /* non-NULL: call through its mutex */
+    pthread_barrier_t *bar;      /* all threads start the timed pairs together */
+    uint64_t seed;               /* this thread's sequence */
+    size_t pairs;                /* timed pairs */
+    double cpu_ns, wall0, wall1; /* CPU time of the pairs; wall clock at start and end */
+    int failed;                  /* an allocation was refused */
+} th_arg_t;
+
+static int th_alloc(th_arg_t *a, size_t size, uintptr_t *out)
+{
+    if (!a->locked) return a->ops->alloc(a->inst, size, out);
+    pthread_mutex_lock(&a->locked->lock);
+    int rc = a->locked->ops->alloc(a->locked->inner, size, out);
+    pthread_mutex_unlock(&a->locked->lock);
+    return rc;
+}
+
+static void th_free(th_arg_t *a, uintptr_t at)
+{
+    if (!a->locked) {
+        a->ops->free(a->inst, at);
+        return;
+    }
+    pthread_mutex_lock(&a->locked->lock);
+    a->locked->ops->free(a->locked->inner, at);
+    pthread_mutex_unlock(&a->locked->lock);
+}
+
+static double thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void *th_main(void *arg)
+{
+    th_arg_t *a = arg;
+    uint64_t s = a->seed;
+    uintptr_t slots[TH_LIVE];
+    size_t n = a->pairs + TH_LIVE;
+    uint32_t *victim = malloc(n * sizeof *victim);
+    size_t *size = malloc(n * sizeof *size);
+    if (!victim || !size) {
+        a->failed = 1;
+        pthread_barrier_wait(a->bar);
+        free(victim);
+        free(size);
+        return NULL;
+    }
+    for (size_t k = 0; k < n; k++) {
+        victim[k] = (uint32_t)(ptrace_rand(&s) % TH_LIVE);
+        size[k] = ptrace_log_uniform(&s, 64, 64 * KiB);
+    }
+    for (size_t i = 0; i < TH_LIVE && !a->failed; i++) a->failed = th_alloc(a, size[i], &slots[i]);
+    for (size_t k = 0; k < TH_LIVE && !a->failed; k++) { /* warm-up: as many pairs as live */
+        uint32_t i = victim[k];
+        th_free(a, slots[i]);
+        a->failed = th_alloc(a, size[n - 1 - k], &slots[i]);
+    }
+    pthread_barrier_wait(a->bar);
+    a->wall0 = ptimer_wall_ns();
+    double c0 = thread_cpu_ns();
+    for (size_t k = TH_LIVE; k < n && !a->failed; k++) {
+        uint32_t i = victim[k];
+        th_free(a, slots[i]);
+        a->failed = th_alloc(a, size[k], &slots[i]);
+    }
+    a->cpu_ns = thread_cpu_ns() - c0;
+    a->wall1 = ptimer_wall_ns();
+    if (!a->failed)
+        for (size_t i = 0; i < TH_LIVE; i++) th_free(a, slots[i]);
+    free(victim);
+    free(size);
+    return NULL;
+}
+
+typedef struct th_result {
+    double ns_cpu;   /* median over the threads of CPU ns per pair */
+    double mpairs_s; /* all pairs / wall time of the timed phase, millions per second */
+    int failed;      /* something failed */
+} th_result_t;
+
+static th_result_t th_run(const peer_ops_t *o, int nthreads, size_t pairs, uint64_t seed)
+{
+    th_result_t r = {0, 0, 1};
+    locked_peer_t lp = {.ops = o};
+    void *inst = o->create(LAT_RANGE);
+    if (!inst) return r;
+    if (o->arena) {
+        pthread_mutex_init(&lp.lock, NULL);
+        lp.inner = inst;
+    }
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
+    static th_arg_t a[TH_MAX];
+    pthread_t th[TH_MAX];
+    int started = 0;
+    for (int t = 0; t < nthreads; t++) {
+        a[t] = (th_arg_t){.ops = o,
+                          .inst = inst,
+                          .locked = o->arena ? &lp : NULL,
+                          .bar = &bar,
+                          .seed = seed + (uint64_t)t * 7919,
+                          .pairs = pairs};
+        if (pthread_create(&th[t], NULL, th_main, &a[t]) != 0) break;
+        started++;
+    }
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    if (started == nthreads) {
+        double per[TH_MAX], w0 = a[0].wall0, w1 = a[0].wall1;
+        r.failed = 0;
+        for (int t = 0; t < nthreads; t++) {
+            r.failed |= a[t].failed;
+            per[t] = a[t].cpu_ns / (double)pairs;
+            if (a[t].wall0 < w0) w0 = a[t].wall0;
+            if (a[t].wall1 > w1) w1 = a[t].wall1;
+        }
+        r.ns_cpu = median_of(per, nthreads);
+        r.mpairs_s = (double)pairs * nthreads / ((w1 - w0) / 1e9) / 1e6;
+    }
+    pthread_barrier_destroy(&bar);
+    if (o->arena) pthread_mutex_destroy(&lp.lock);
+    o->destroy(inst);
+    return r;
+}
+
+static void threads_section(double scale, const peer_ops_t *const *ops, size_t n)
+{
+    static const int counts[] = {1, 8, 64};
+    enum { NCOUNTS = 3 };
+    size_t pairs = (size_t)(100000 * scale);
+    pairs = pairs < 2000 ? 2000 : pairs;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("\nA. threads allocating at once: each thread keeps %d live blocks of 64 B..64 KiB "
+           "(log-uniform) and runs free+malloc pairs on them (%zu each; %zu each at 64 "
+           "threads), all threads released together; cost = the thread's CPU time / its pairs, "
+           "median over the threads (with %ld CPUs the threads share them: CPU time counts a "
+           "thread's own work, its spinning and its time in the kernel, not its waiting); "
+           "x1 = that cost / the cost with one thread (goal: <= 2.00 at 8 threads); wall = "
+           "all pairs / the wall time of the timed phase; median of %d interleaved runs\n",
+           TH_LIVE, pairs, pairs / 8, ncpu, RUNS);
+    printf("%-16s %8s %12s %8s %12s\n", "allocator", "threads", "ns/pair cpu", "x1",
+           "wall Mpair/s");
+    double one[MAX_ALLOCS] = {0};
+    for (size_t i = 0; i < n; i++) {
+        const peer_ops_t *o = ops[i];
+        char label[32];
+        snprintf(label, sizeof label, "%s%s", o->name, o->arena && i ? "+mutex" : "");
+        for (int c = 0; c < NCOUNTS; c++) {
+            double cpu[RUNS], wall[RUNS];
+            int failed = 0;
+            size_t pp = counts[c] > 8 ? pairs / 8 : pairs;
+            for (int run = 0; run < RUNS; run++) {
+                th_result_t r = th_run(o, counts[c], pp, 0x7e4d0000u + (uint64_t)run);
+                cpu[run] = r.ns_cpu;
+                wall[run] = r.mpairs_s;
+                failed |= r.failed;
+            }
+            double mc = median_of(cpu, RUNS), mw = median_of(wall, RUNS);
+            if (c == 0) one[i] = mc;
+            if (failed) {
+                printf("%-16s %8d  an allocation failed\n", label, counts[c]);
+                continue;
+            }
+            double x = one[i] > 0 ? mc / one[i] : 0;
+            printf("%-16s %8d %12.1f %8.2f %12.2f%s\n", label, counts[c], mc, x, mw,
+                   counts[c] == 8 ? (x <= 2.0 ? "   goal met" : "   goal not met") : "");
+            bench_line("BENCH_PEERS kind=threads alloc=%s threads=%d pairs=%zu ns_cpu=%.2f "
+                       "x_one=%.3f wall_mpairs_s=%.3f locked=%d",
+                       o->name, counts[c], pp, mc, x, mw, o->arena && i ? 1 : 0);
+        }
+        fflush(stdout);
+    }
+}
+
+/* ---- C. fragmentation --------------------------------------------------------------------------- */
 typedef struct frag_entry {
     const peer_ops_t *ops;   /* for the bisection */
     const peer_ops_t *waste; /* the same allocator with block_size (npupool: the tracking one) */
@@ -590,7 +831,8 @@ static void frag_family(ptrace_t *tr, int ntr, const frag_entry_t *fe, size_t nf
         if (fe[a].ops == fe[0].ops) *ratio_np = mr;
         if (fe[a].ops == &peer_bestfit) *ratio_bf = mr;
     }
-    printf("%-8s npupool / bestfit (medians): %.3f\n", tr[0].name, *ratio_np / *ratio_bf);
+    printf("%-8s npupool / bestfit (medians): %.3f (goal <= 1: %s)\n", tr[0].name,
+           *ratio_np / *ratio_bf, *ratio_np <= *ratio_bf ? "met" : "not met");
     bench_line("BENCH_PEERS kind=frag_summary trace=%s npupool_min_over_peak=%.4f "
                "bestfit_min_over_peak=%.4f np_over_bestfit=%.4f",
                tr[0].name, *ratio_np, *ratio_bf, *ratio_np / *ratio_bf);
@@ -607,7 +849,7 @@ static void frag_section(double scale, const char *rmm_path)
     size_t ntensor = (size_t)(20000 * scale), npairs = (size_t)(20000 * scale);
     ntensor = ntensor < 1000 ? 1000 : ntensor;
     npairs = npairs < 2000 ? 2000 : npairs;
-    printf("\nB. fragmentation: smallest arena that runs the trace (bisection to peak/4096) / peak "
+    printf("\nC. fragmentation: smallest arena that runs the trace (bisection to peak/4096) / peak "
            "live requested bytes, per seed and their median; waste = mean (block bytes - "
            "requested) per allocation\n");
     printf("   tensor: bench_frag's tensor trace, %zu allocations; mixed: 1,250 live blocks "
@@ -673,8 +915,15 @@ int main(int argc, char **argv)
         else
             lat[n++] = *p;
     }
-    lat_section(scale, lat, n);
-    frag_section(scale, rmm);
+    /* The threads first: glibc's settings for the latency table (one arena) come later. */
+    const peer_ops_t *thr[MAX_ALLOCS];
+    size_t nthr = 0;
+    for (size_t i = 0; i < n; i++)
+        thr[nthr++] = lat[i] == &peer_glibc ? &g_plain_glibc_ops : lat[i];
+    const char *only = getenv("BENCH_PEERS_SECTIONS"); /* e.g. "C": fragmentation only */
+    if (!only || strchr(only, 'A')) threads_section(scale, thr, nthr);
+    if (!only || strchr(only, 'B')) lat_section(scale, lat, n);
+    if (!only || strchr(only, 'C')) frag_section(scale, rmm);
     read_loadavg(load1, sizeof load1);
     printf("\nload average at start %s, at end %s\n\n", load0, load1);
     printf("BENCH_PEERS kind=machine nproc=%ld cpu=\"%s\" load_start=\"%s\" load_end=\"%s\" "

@@ -62,8 +62,12 @@ pool_t *pool_new(uintptr_t base, size_t size, unsigned chunk_shift)
     uintptr_t uend = (base + size) & ~(uintptr_t)(POOL_ALIGN - 1);
     if (ubase < base || uend <= ubase) return NULL; /* not even one aligned block fits */
     slab_geom_init();
-    pool_t *p = calloc(1, sizeof *p);
+    pool_cache_barrier_setup();
+    pool_t *p = aligned_alloc(64, (sizeof *p + 63) & ~(size_t)63); /* its lines: pool_internal.h */
     if (!p) return NULL;
+    memset(p, 0, sizeof *p);
+    static uint64_t last_id;
+    p->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
     p->base = base;
     p->size = size;
     p->ubase = ubase;
@@ -98,6 +102,8 @@ pool_t *pool_create(uintptr_t base, size_t size)
 void pool_destroy(pool_t *p)
 {
     if (!p) return;
+    pool_cache_forget(p); /* other threads' caches of p are dropped, never touched again */
+    free(p->xfer);
     slab_destroy(&p->slab);
     addrmap_destroy(&p->live);
     desc_store_destroy(&p->desc);
@@ -133,6 +139,8 @@ size_t pool_capacity(const pool_t *p)
 void pool_lock(pool_t *p) { pthread_mutex_lock(&p->lock); }
 void pool_unlock(pool_t *p) { pthread_mutex_unlock(&p->lock); }
 
+/* The pool's own share of a live block (pre: lock held): large blocks, and small ones of a
+ * thread without a cache.  sum_sync follows (the peak and the lock-free mirror). */
 static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
 {
     int k = bucket_of(granted);
@@ -140,20 +148,31 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
         p->allocated_bytes += granted;
         p->requested_bytes += requested;
         p->live_blocks++;
+        p->allocs++;
         p->bucket_live_blocks[k]++;
         p->bucket_live_bytes[k] += granted;
-        if (p->allocated_bytes > p->peak_allocated_bytes)
-            p->peak_allocated_bytes = p->allocated_bytes;
+        p->sum_sync += granted;
+        if (p->sum_sync > p->peak_allocated_bytes) p->peak_allocated_bytes = p->sum_sync;
     } else {
         debug_assert_internal(p->live_blocks > 0 && p->allocated_bytes >= granted &&
                               p->bucket_live_blocks[k] > 0);
         p->allocated_bytes -= granted;
         p->requested_bytes -= requested;
         p->live_blocks--;
+        p->frees++;
         p->bucket_live_blocks[k]--;
         p->bucket_live_bytes[k] -= granted;
+        p->sum_sync -= granted;
     }
-    __atomic_store_n(&p->allocated_mirror, p->allocated_bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&p->allocated_mirror, p->sum_sync, __ATOMIC_RELAXED);
+}
+
+/* No block is taken any more (nothing live, nothing in a cache): give the cached pages back,
+ * so that an empty pool is one free block.  pre: lock held. */
+static void release_if_empty(pool_t *p)
+{
+    if (p->slab.taken == 0 && p->slab.cached_pages && addrmap_count(&p->live) == 0)
+        slab_release_cached(&p->slab);
 }
 
 /* A LIVE large-heap block of exactly `need` bytes, cut from the bottom of a free block and
@@ -193,7 +212,10 @@ static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t
         *out = slab_slot_take(&p->slab, pg, granted, requested);
         return 1;
     }
-    if (large_alloc(p, need, granted, requested, out)) return 1;
+    if (large_alloc(p, need, granted, requested, out)) {
+        cl->outside++; /* counted until it is freed (free_locked) */
+        return 1;
+    }
     for (unsigned k = c + 1; k < SLAB_NCLASSES; k++) {
         slab_class_t *d = &p->slab.cls[k];
         if (!d->partial && d->cached) slab_uncache(&p->slab, d);
@@ -213,18 +235,73 @@ typedef struct alloc_req {
     uintptr_t addr;   /* the block, once found */
 } alloc_req_t;
 
-/* Everything but the slab fast path, under the lock: 1 when a block was found. */
+/* Everything but a thread cache, under the lock: 1 when a block was found. */
 static int alloc_slow(pool_t *p, void *ctx)
 {
     alloc_req_t *r = ctx;
     if (r->need > SLAB_MAX) return large_alloc(p, r->need, r->granted, r->requested, &r->addr);
     unsigned c = slab_class_of(r->need);
     slab_page_t *pg = p->slab.cls[c].partial;
-    if (pg) { /* a page may have appeared while a vmm slow path had the lock released */
+    if (pg) { /* the head page of the class: the lowest free slot */
         r->addr = slab_slot_take(&p->slab, pg, r->granted, r->requested);
         return 1;
     }
     return small_slow(p, c, r->need, r->granted, r->requested, &r->addr);
+}
+
+/* The search of pool_alloc without a thread cache (pre: lock held): 1 when found. */
+static int alloc_search(pool_t *p, alloc_req_t *r, int *grow_refused)
+{
+    if (alloc_slow(p, r)) return 1;
+    if (!p->vmm) return 0;
+    /* map chunks: a page of the class, or the block itself */
+    size_t room = r->need <= SLAB_MAX ? slab_page_span(&p->slab, slab_class_of(r->need)) : r->need;
+    return pool_vmm_make_room(p, room, r->need, alloc_slow, r, grow_refused);
+}
+
+/* pool_alloc's locked path: a refill of the caller's cache (c non-NULL, class k cached), or
+ * the search; then, before refusing, every thread's cache given back and the search again. */
+static int alloc_locked(pool_t *p, cache_t *c, unsigned k, alloc_req_t *r, uintptr_t *out,
+                        pool_refusal_t *why)
+{
+    int grow_refused = 0, ok;
+    pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
+    if (c && pool_cache_refill(p, c, k, r->granted, r->requested, out)) {
+        pool_cache_sync(p, c);
+        pool_publish(p);
+        pthread_mutex_unlock(&p->lock);
+        return POOL_OK;
+    }
+    if (r->need <= SLAB_MAX && slab_slot_escapes(r->granted, r->requested) &&
+        addrmap_reserve(&p->slab.req_map, 1) != 0) {
+        ok = 0; /* host OOM */
+    } else {
+        ok = alloc_search(p, r, &grow_refused);
+        if (!ok) { /* the blocks in every thread's cache, then the cached pages, count too */
+            pool_cache_drain_all(p);
+            ok = alloc_search(p, r, &grow_refused);
+        }
+    }
+    if (!ok) {
+        p->failed_allocs++;
+        if (why) { /* the state that refused: the caches are empty, the fast paths stopped */
+            pool_cache_stop(p);
+            pool_classify(p, r->granted, grow_refused, why);
+            pool_cache_go(p);
+        }
+        pool_publish(p);
+        pthread_mutex_unlock(&p->lock);
+        return POOL_ENOMEM;
+    }
+    debug_assert_internal(r->addr % POOL_ALIGN == 0 && r->addr >= p->ubase &&
+                          p->uend - r->addr >= r->need);
+    count_live(p, r->granted, r->requested, +1);
+    if (c) pool_cache_sync(p, c);
+    pool_publish(p);
+    *out = r->addr;
+    pthread_mutex_unlock(&p->lock);
+    return POOL_OK;
 }
 
 int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why)
@@ -235,52 +312,41 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool
         return POOL_EINVAL;
     }
     alloc_req_t r = {.need = desc_align(granted), .granted = granted, .requested = requested};
-    int ok, grow_refused = 0;
-    pthread_mutex_lock(&p->lock);
-    if (r.need <= SLAB_MAX && slab_slot_escapes(granted, requested) &&
-        addrmap_reserve(&p->slab.req_map, 1) != 0) {
-        ok = 0; /* host OOM */
-    } else {
-        slab_page_t *pg = r.need <= SLAB_MAX ? p->slab.cls[slab_class_of(r.need)].partial : NULL;
-        if (pg) {
-            r.addr = slab_slot_take(&p->slab, pg, granted, requested);
-            ok = 1;
-        } else {
-            ok = alloc_slow(p, &r);
-            if (!ok && p->vmm) { /* map chunks: a page of the class, or the block itself */
-                size_t room =
-                    r.need <= SLAB_MAX ? slab_page_span(&p->slab, slab_class_of(r.need)) : r.need;
-                ok = pool_vmm_make_room(p, room, r.need, alloc_slow, &r, &grow_refused);
+    cache_t *c = NULL;
+    unsigned k = 0;
+    if (r.need <= SLAB_MAX && (k = slab_class_of(r.need)) < SLAB_CACHE_CLASSES && p->slab.ngran &&
+        !slab_slot_escapes(granted, requested) && (c = pool_cache_get(p))) {
+        /* the fast path: the top of the class's magazine, no lock */
+        cache_mag_t *m = &c->mag[k];
+        if (pool_cache_enter(p, c)) {
+            uint32_t n = m->n;
+            if (n == 0 && !__atomic_load_n(&c->alone, __ATOMIC_RELAXED) &&
+                pool_cache_xfer_take(p, c, k))
+                n = m->n; /* half a magazine another thread handed over */
+            if (__builtin_expect(n != 0, 1)) {
+                cache_ent_t e = m->ent[n - 1];
+                m->n = n - 1;
+                c->ncached--;
+                c->bytes -= m->slot;
+                *e.rec = slab_slot_record(granted, requested);
+                pool_cache_count(c, k, granted, requested, +1);
+                pool_cache_leave(c);
+                *out = e.addr;
+                return POOL_OK;
             }
+            pool_cache_leave(c);
         }
     }
-    if (!ok) {
-        p->failed_allocs++;
-        if (why) pool_classify(p, granted, grow_refused, why); /* the state that refused */
-        pthread_mutex_unlock(&p->lock);
-        return POOL_ENOMEM;
-    }
-    debug_assert_internal(r.addr % POOL_ALIGN == 0 && r.addr >= p->ubase &&
-                          p->uend - r.addr >= r.need);
-    count_live(p, granted, requested, +1);
-    p->allocs++;
-    *out = r.addr;
-    pthread_mutex_unlock(&p->lock);
-    return POOL_OK;
+    return alloc_locked(p, c, k, &r, out, why);
 }
 
-int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out)
+/* pool_free's locked path: the authoritative lookup; a live slot of a cached class goes to the
+ * caller's cache (c), any other block back to the pool. */
+static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_out,
+                       size_t *requested_out)
 {
-    if (!p) return POOL_ENOTOWNED;
-    /* gran_dir and ngran never change after pool_create, and a leaf once made stays until
-     * pool_destroy: start the granule entry's load while the lock is being taken. */
-    size_t g = (addr - p->ubase) >> SLAB_PAGE_SHIFT;
-    if (g < p->slab.ngran) {
-        const slab_gran_t *leaf =
-            __atomic_load_n(&p->slab.gran_dir[g >> SLAB_GRAN_LEAF_SHIFT], __ATOMIC_RELAXED);
-        if (leaf) __builtin_prefetch(&leaf[g & (SLAB_GRAN_LEAF - 1)]);
-    }
     pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
     int rc = POOL_OK;
     slab_page_t *pg;
     uint64_t v;
@@ -293,15 +359,22 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
         } else {
             slab_slot_t s = slab_slots(pg)[idx];
             size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
-            if ((s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE) {
-                uint64_t v = 0;
-                addrmap_del(&p->slab.req_map, addr, &v);
-                r = (size_t)v;
+            int escaped = (s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE;
+            if (escaped) {
+                uint64_t q = 0;
+                addrmap_del(&p->slab.req_map, addr, &q);
+                r = (size_t)q;
             }
             if (granted_out) *granted_out = g;
             if (requested_out) *requested_out = r;
-            count_live(p, g, r, -1);
-            slab_slot_give(&p->slab, pg, (uint32_t)idx);
+            if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
+                pool_cache_push(p, c, pg, (uint32_t)idx, addr);
+                pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
+                pool_cache_empty(p, c); /* it held the last taken block: the pool is empty */
+            } else {
+                count_live(p, g, r, -1);
+                slab_slot_give(&p->slab, pg, (uint32_t)idx);
+            }
         }
     } else if (!addrmap_del(&p->live, addr, &v)) {
         rc = POOL_ENOTLIVE;
@@ -310,23 +383,82 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
         debug_assert_internal(b->state == DESC_LIVE && b->addr == addr);
         if (granted_out) *granted_out = b->granted;
         if (requested_out) *requested_out = b->requested;
+        if (b->size <= SLAB_MAX) p->slab.cls[slab_class_of(b->size)].outside--;
         count_live(p, b->granted, b->requested, -1);
         tlsf_insert(&p->large, tlsf_coalesce(&p->large, &p->desc, b));
     }
-    if (rc == POOL_OK) {
-        p->frees++;
-        if (p->live_blocks == 0) slab_release_cached(&p->slab); /* empty pool: one free block */
+    if (rc == POOL_OK) { /* empty pool: one free block */
+        cache_t *own = c ? c : pool_cache_peek(p);
+        if (own) pool_cache_empty(p, own);
+        release_if_empty(p);
     } else {
         p->invalid_frees++;
     }
+    if (c) pool_cache_sync(p, c);
+    pool_publish(p);
     pthread_mutex_unlock(&p->lock);
     return rc;
+}
+
+/* The fast free path found the caller's cache holding every taken block: check under the
+ * lock and give them back. */
+static void free_emptied(pool_t *p, cache_t *c)
+{
+    pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
+    pool_cache_empty(p, c);
+    pool_cache_sync(p, c);
+    pthread_mutex_unlock(&p->lock);
+}
+
+int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out)
+{
+    if (!p) return POOL_ENOTOWNED;
+    /* The fast path: the granule table names the page, the record says the slot is live; it
+     * goes on the top of the caller's magazine, no lock.  Anything unusual (not a slot start,
+     * not live, escaped sizes, a full magazine, a stop) takes the locked path, which decides. */
+    cache_thread_t *t = pool_cache_self; /* its loads overlap the page lookup's */
+    cache_t *c = t && t->ent[0].pool == p && t->ent[0].id == p->id ? t->ent[0].cache : NULL;
+    slab_page_t *pg = slab_page_of(&p->slab, addr);
+    if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
+        long idx = slab_slot_index(pg, addr);
+        slab_slot_t *rec = idx >= 0 ? &slab_slots(pg)[idx] : NULL;
+        slab_slot_t s = rec ? __atomic_load_n(rec, __ATOMIC_RELAXED) : SLAB_SLOT_FREE;
+        if (slab_record_live(s) && (s >> SLAB_SLOT_GBITS) != SLAB_REQ_ESCAPE &&
+            (c || (c = pool_cache_lookup(p)) != NULL) && pool_cache_enter(p, c)) {
+            unsigned k = SLAB_GEO(pg, cls);
+            cache_mag_t *m = &c->mag[k];
+            size_t slot = m->slot;
+            if (m->n == m->cap && !__atomic_load_n(&c->alone, __ATOMIC_RELAXED))
+                pool_cache_xfer_put(p, c, k); /* half of it to the class, for other threads */
+            if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1)) {
+                size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
+                *rec = SLAB_SLOT_CACHED;
+                m->ent[m->n++] = (cache_ent_t){addr, rec};
+                c->ncached++;
+                c->bytes += slot;
+                /* counted in the class of its size (a request may have been served from a
+                 * larger class's slot when its own had none: pool.c, step 5) */
+                pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
+                int all = __atomic_load_n(&c->alone, __ATOMIC_RELAXED) &&
+                          c->ncached == __atomic_load_n(&p->in_use, __ATOMIC_RELAXED);
+                pool_cache_leave(c);
+                if (__builtin_expect(all, 0)) free_emptied(p, c); /* nothing live: tidy up */
+                if (granted_out) *granted_out = g;
+                if (requested_out) *requested_out = r;
+                return POOL_OK;
+            }
+            pool_cache_leave(c);
+        }
+    }
+    return free_locked(p, c, addr, granted_out, requested_out);
 }
 
 int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requested)
 {
     if (!pool_contains(p, addr)) return POOL_ENOTOWNED;
     pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
     int rc = POOL_ENOTLIVE;
     slab_page_t *pg = slab_page_of(&p->slab, addr);
     uint64_t v;

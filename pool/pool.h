@@ -123,7 +123,10 @@ typedef struct pool_stats {
     size_t free_bytes;           /* all free bytes: free runs + free slots */
     size_t largest_free_bytes;   /* the largest free run: the largest block a request above the
                                     slab limit can be given (pool_explain: any request) */
-    size_t slab_free_bytes;      /* free slots (part of free_bytes; in no free run) */
+    size_t slab_free_bytes;      /* free slots (part of free_bytes; in no free run), the
+                                    blocks in threads' caches included */
+    size_t cached_bytes;         /* of slab_free_bytes, slots in threads' caches */
+    uint64_t cached_blocks;      /* how many */
     size_t overhead_bytes;       /* reserved - allocated - free */
     double fragmentation;        /* 1 - largest_free/free (0 when free == 0): free slots count */
     uint64_t live_blocks;        /* number of live allocations */
@@ -297,6 +300,21 @@ size_t pool_size(const pool_t *pool);
 /* Most bytes the pool can hold at once (immutable): its size for a block pool, its mapping
  * limit for a vmm pool.  The denominator of "pool use" (thresholds). */
 size_t pool_capacity(const pool_t *pool);
+
+/* Give the blocks of every thread's cache of this pool back to their pages (a thread cache
+ * keeps up to 4 MiB of small blocks per pool: pool_cache.c).  Changes no figure an application
+ * sees: a cached block is free memory either way.  pool_alloc does it before it refuses,
+ * pool_explain and pool_give_back before they look. */
+void pool_drain_caches(pool_t *pool);
+
+/* Set up what thread caches need once per process (their thread-exit key, their fork handlers,
+ * membarrier registration); idempotent, and done by the first cache otherwise.  A program that
+ * forks while its threads make their first caches calls it first, from one thread: a fork in the
+ * middle of the set-up would leave the child's copy of it in progress (glibc's pthread_once
+ * restarts it in the child, ThreadSanitizer's does not), and fork handlers registered after the
+ * caller's run before them (the shim registers its own first: its prepare takes the pool locks
+ * after this one has stopped the caches). */
+void pool_threads_prepare(void);
 
 /* For fork handlers only. */
 void pool_lock(pool_t *pool);

@@ -36,7 +36,13 @@
  *      its live extents the live blocks with their granted bytes; the pages' run summaries and
  *      their sums must be fresh after pool_summarize;
  *   7. conservation: allocated + free + overhead == reserved, overhead = sum over live blocks
- *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail;
+ *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail
+ *      (free counts the blocks in threads' caches);
+ *   9. thread caches (with the fast paths stopped): every magazine entry is the start of a
+ *      slot of its class whose record says SLAB_SLOT_CACHED, at the record it names, no two
+ *      entries the same; the records saying so are exactly as many as the entries, so each
+ *      such slot is in exactly one magazine; a cache's counts and bytes equal its magazines',
+ *      within their bounds; the statistics are the sums of the pool's and the caches' figures.
  *   8. vmm pools: every FREE, LIVE and PAGE block lies in mapped chunks, every VOID block is
  *      chunk aligned, in unmapped chunks only and never next to another VOID block; the void
  *      heap's lists as in 4; the chunk table's mapped chunks times the chunk size equal
@@ -50,6 +56,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pool_internal.h"
@@ -69,6 +76,8 @@ typedef struct sums {
     uint64_t descriptors;                       /* descriptors reached by the walk */
     uint64_t gran_refs;                         /* granule fields the pages need */
     uint64_t escaped;                           /* live slots whose requested is in req_map */
+    uint64_t cached;                            /* slots whose record says SLAB_SLOT_CACHED */
+    size_t cached_bytes;                        /* their bytes */
     size_t transit_mapped;                      /* vmm: mapped bytes of TRANSIT blocks */
     uint64_t transit;                           /* vmm: TRANSIT blocks */
     size_t void_bytes;                          /* vmm: bytes of VOID blocks */
@@ -84,6 +93,7 @@ typedef struct chk {
     uint64_t limit;      /* more blocks than this in any chain means a cycle */
     sums_t s;            /* sums from the walk */
     pool_summary_t ext;  /* free extents as the walk finds them (item 6) */
+    pool_counts_t n;     /* the pool's and its caches' figures summed */
     size_t run;          /* bytes of the FREE run the walk is in, 0 = none */
     uintptr_t run_start; /* its first byte */
 } chk_t;
@@ -118,19 +128,33 @@ static void ext_flush(chk_t *c)
     c->run = 0;
 }
 
-/* The SLOTS runs of a page holding live slots, read slot by slot. */
+/* 1 when slot i of pg is in a thread's cache. */
+static int slot_cached(const slab_page_t *pg, uint32_t i)
+{
+    return pg->cls < SLAB_CACHE_CLASSES && !(pg->bits[i >> 6] >> (i & 63) & 1) &&
+           slab_slots(pg)[i] == SLAB_SLOT_CACHED;
+}
+
+static void ext_slot_run(chk_t *c, size_t bytes)
+{
+    ext_record(&c->ext, bytes);
+    c->ext.slot_runs++;
+    c->ext.slab_free_bytes += bytes;
+}
+
+/* The SLOTS extents of a page holding taken slots, read slot by slot: runs of free slots, and
+ * each slot in a thread's cache on its own. */
 static void ext_slots(chk_t *c, const slab_page_t *pg)
 {
     size_t cur = 0;
     for (uint32_t i = 0; i <= pg->nslots; i++) {
         if (i < pg->nslots && (pg->bits[i >> 6] >> (i & 63) & 1)) {
             cur += pg->slot;
-        } else if (cur) {
-            ext_record(&c->ext, cur);
-            c->ext.slot_runs++;
-            c->ext.slab_free_bytes += cur;
-            cur = 0;
+            continue;
         }
+        if (cur) ext_slot_run(c, cur);
+        cur = 0;
+        if (i < pg->nslots && slot_cached(pg, i)) ext_slot_run(c, pg->slot);
     }
 }
 
@@ -224,11 +248,27 @@ static void check_page(chk_t *c, const desc_t *b)
             viol(c, "page %#lx: summary bit %u disagrees with its word", (unsigned long)pg->addr,
                  w);
         free_bits += (uint32_t)__builtin_popcountll(word);
+        for (uint64_t f = word; f && pg->cls < SLAB_CACHE_CLASSES; f &= f - 1) {
+            uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(f);
+            if (slab_slots(pg)[i] != SLAB_SLOT_FREE)
+                viol(c, "slot %#lx: free, but its record says %#x",
+                     (unsigned long)(pg->addr + (uintptr_t)i * pg->slot), slab_slots(pg)[i]);
+        }
         uint64_t live = ~word & (left >= 64 ? ~0ull : (1ull << left) - 1);
         for (; live; live &= live - 1) {
             uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(live);
             slab_slot_t s = slab_slots(pg)[i];
             uintptr_t a = pg->addr + (uintptr_t)i * pg->slot;
+            if (slot_cached(pg, i)) { /* free for the application: item 9 */
+                c->s.cached++;
+                c->s.cached_bytes += pg->slot;
+                continue;
+            }
+            if (pg->cls < SLAB_CACHE_CLASSES && !slab_record_live(s)) {
+                viol(c, "slot %#lx: taken, but its record %#x is neither live nor cached",
+                     (unsigned long)a, s);
+                continue;
+            }
             size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
             if ((s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE) {
                 uint64_t v;
@@ -468,8 +508,8 @@ static void check_classes(chk_t *c)
     if (c->s.gran_refs != p->slab.gran_refs)
         viol(c, "granule table: %llu fields set, the pages need %llu",
              (unsigned long long)p->slab.gran_refs, (unsigned long long)c->s.gran_refs);
-    if (p->live_blocks == 0 && (p->slab.pages || p->slab.cached_pages))
-        viol(c, "%llu pages (%llu cached) kept while nothing is live",
+    if (p->slab.taken == 0 && c->s.large_live == 0 && (p->slab.pages || p->slab.cached_pages))
+        viol(c, "%llu pages (%llu cached) kept while nothing is live or cached",
              (unsigned long long)p->slab.pages, (unsigned long long)p->slab.cached_pages);
 }
 
@@ -549,6 +589,7 @@ typedef struct wsum {
     int order_bad;                /* extents out of order or overlapping */
     int adjacent_free;            /* two FREE extents side by side */
     int slots_bad;    /* a SLOTS extent outside one page with live slots, or not maximal */
+    int prev_cached;  /* the previous SLOTS extent is a slot in a thread's cache */
     int free_in_page; /* a FREE extent starting inside a page with live slots */
     int kind_bad;     /* an unknown kind */
 } wsum_t;
@@ -571,15 +612,21 @@ static int wsum_cb(void *ctx, uintptr_t addr, size_t size, enum pool_extent kind
         w->fs.free_runs++;
         if (size > w->fs.largest) w->fs.largest = size;
         break;
-    case POOL_EXTENT_SLOTS:
+    case POOL_EXTENT_SLOTS: {
+        /* a slot in a thread's cache is an extent of its own; runs of free slots are maximal */
+        long i = pg ? slab_slot_index(pg, addr) : -1;
+        int cached = i >= 0 && size == pg->slot && slot_cached(pg, (uint32_t)i);
         if (!pg || !pg->live || addr + size > pg->addr + pg->span ||
-            (w->prev_kind == POOL_EXTENT_SLOTS && addr == w->end && w->prev_page == pg))
+            (w->prev_kind == POOL_EXTENT_SLOTS && addr == w->end && w->prev_page == pg && !cached &&
+             !w->prev_cached))
             w->slots_bad = 1;
+        w->prev_cached = cached;
         ext_record(&w->fs, size);
         w->fs.slot_runs++;
         w->fs.slab_free_bytes += size;
         w->prev_page = pg;
         break;
+    }
     default: w->kind_bad = 1;
     }
     w->prev_kind = (int)kind;
@@ -615,7 +662,7 @@ static void check_summary(chk_t *c)
     wsum_t w = {.p = p, .prev_kind = -1};
     pool_walk_locked(p, wsum_cb, &w, c->limit);
     pool_summary_t fs;
-    pool_summarize(p, &fs);
+    pool_summarize(p, &c->n, &fs);
     compare_summary(c, "pool_summarize", &fs);
     compare_summary(c, "pool_walk", &w.fs);
     if (w.order_bad) viol(c, "pool_walk: extents out of address order");
@@ -623,10 +670,10 @@ static void check_summary(chk_t *c)
     if (w.slots_bad) viol(c, "pool_walk: free slots outside a page with live slots, or cut");
     if (w.free_in_page) viol(c, "pool_walk: a free run inside a page with live slots");
     if (w.kind_bad) viol(c, "pool_walk: unknown extent kind");
-    if (w.live != p->live_blocks || w.live_bytes != p->allocated_bytes)
+    if (w.live != c->n.live_blocks || w.live_bytes != c->n.allocated)
         viol(c, "pool_walk: %llu live extents of %zu B, %llu live of %zu B",
-             (unsigned long long)w.live, w.live_bytes, (unsigned long long)p->live_blocks,
-             p->allocated_bytes);
+             (unsigned long long)w.live, w.live_bytes, (unsigned long long)c->n.live_blocks,
+             c->n.allocated);
     /* pool_summarize refreshed every page: the clean summaries must equal fresh ones, and
      * run_sums their sums. */
     slab_runs_t sum;
@@ -649,21 +696,100 @@ static void check_summary(chk_t *c)
              (unsigned long long)p->slab.run_sums.runs);
 }
 
+static int ent_cmp(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Item 9: the magazines against the pages' records (the walk counted the cached records). */
+static void check_caches(chk_t *c)
+{
+    pool_t *p = c->p;
+    uint64_t total = 0;
+    for (const cache_t *k = p->caches; k; k = k->pnext) {
+        uint64_t n = 0;
+        size_t bytes = 0;
+        if (k->pool != p || k->pool_id != p->id) viol(c, "a cache of the pool names another");
+        for (unsigned cl = 0; cl < SLAB_CACHE_CLASSES; cl++) {
+            const cache_mag_t *m = &k->mag[cl];
+            if (m->n > m->cap) viol(c, "class %u: magazine holds %u > %u", cl, m->n, m->cap);
+            n += m->n;
+            bytes += (size_t)m->n * slab_geom[cl].slot;
+        }
+        if (n != k->ncached || bytes != k->bytes || bytes > CACHE_BYTES_MAX)
+            viol(c, "cache: %llu blocks / %zu B in its magazines, it counts %u / %zu",
+                 (unsigned long long)n, bytes, k->ncached, k->bytes);
+        total += n;
+    }
+    uint64_t in_xfer = 0;
+    for (unsigned cl = 0; p->xfer && cl < SLAB_CACHE_CLASSES; cl++) {
+        const cache_xfer_t *x = &p->xfer[cl];
+        if (x->n > x->cap || x->lock)
+            viol(c, "class %u: transfer cache holds %u > %u, or is locked", cl, x->n, x->cap);
+        in_xfer += x->n;
+    }
+    if (in_xfer != __atomic_load_n(&p->xfer_blocks, __ATOMIC_RELAXED))
+        viol(c, "transfer caches hold %llu blocks, the pool counts %llu",
+             (unsigned long long)in_xfer,
+             (unsigned long long)__atomic_load_n(&p->xfer_blocks, __ATOMIC_RELAXED));
+    total += in_xfer;
+    uintptr_t *all = total ? malloc(total * sizeof *all) : NULL;
+    uint64_t at = 0;
+    for (const cache_t *k = p->caches; k; k = k->pnext)
+        for (unsigned cl = 0; cl < SLAB_CACHE_CLASSES; cl++)
+            for (uint32_t i = 0; i < k->mag[cl].n && i < k->mag[cl].cap; i++) {
+                cache_ent_t e = k->mag[cl].ent[i];
+                const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
+                long idx = pg ? slab_slot_index(pg, e.addr) : -1;
+                if (idx < 0 || pg->cls != cl || e.rec != &slab_slots(pg)[idx] ||
+                    !slot_cached(pg, (uint32_t)idx))
+                    viol(c, "cached block %#lx (class %u) is not a cached slot of its class",
+                         (unsigned long)e.addr, cl);
+                if (all && at < total) all[at++] = e.addr;
+            }
+    for (unsigned cl = 0; p->xfer && cl < SLAB_CACHE_CLASSES; cl++)
+        for (uint32_t i = 0; i < p->xfer[cl].n && i < p->xfer[cl].cap; i++) {
+            cache_ent_t e = p->xfer[cl].ent[i];
+            const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
+            long idx = pg ? slab_slot_index(pg, e.addr) : -1;
+            if (idx < 0 || pg->cls != cl || e.rec != &slab_slots(pg)[idx] ||
+                !slot_cached(pg, (uint32_t)idx))
+                viol(c, "transfer-cache block %#lx (class %u) is not a cached slot of its class",
+                     (unsigned long)e.addr, cl);
+            if (all && at < total) all[at++] = e.addr;
+        }
+    if (all) {
+        qsort(all, at, sizeof *all, ent_cmp);
+        for (uint64_t i = 1; i < at; i++)
+            if (all[i] == all[i - 1])
+                viol(c, "block %#lx is in two magazines", (unsigned long)all[i]);
+        free(all);
+    }
+    if (total != c->s.cached || total != c->n.cached_blocks)
+        viol(c, "%llu blocks in the magazines, %llu records say cached", (unsigned long long)total,
+             (unsigned long long)c->s.cached);
+}
+
 static void check_counters(chk_t *c)
 {
     pool_t *p = c->p;
     const sums_t *s = &c->s;
-    if (s->live_blocks != p->live_blocks || s->granted != p->allocated_bytes ||
-        s->requested != p->requested_bytes)
+    const pool_counts_t *n = &c->n;
+    if (s->live_blocks != n->live_blocks || s->granted != n->allocated ||
+        s->requested != n->requested)
         viol(c, "live counters: walk %llu blocks/%zu granted/%zu requested, pool %llu/%zu/%zu",
              (unsigned long long)s->live_blocks, s->granted, s->requested,
-             (unsigned long long)p->live_blocks, p->allocated_bytes, p->requested_bytes);
+             (unsigned long long)n->live_blocks, n->allocated, n->requested);
     for (int k = 0; k < POOL_NBUCKETS; k++)
-        if (s->bucket_live_blocks[k] != p->bucket_live_blocks[k] ||
-            s->bucket_live_bytes[k] != p->bucket_live_bytes[k])
+        if (s->bucket_live_blocks[k] != n->bucket_blocks[k] ||
+            s->bucket_live_bytes[k] != n->bucket_bytes[k])
             viol(c, "bucket %d live counters wrong", k);
-    if (p->peak_allocated_bytes < p->allocated_bytes)
-        viol(c, "peak %zu below allocated %zu", p->peak_allocated_bytes, p->allocated_bytes);
+    if (n->peak < n->allocated) viol(c, "peak %zu below allocated %zu", n->peak, n->allocated);
+    if (s->live_blocks + s->cached != p->slab.taken + s->large_live)
+        viol(c, "%llu live + %llu cached blocks, the pool counts %llu taken slots + %llu large",
+             (unsigned long long)s->live_blocks, (unsigned long long)s->cached,
+             (unsigned long long)p->slab.taken, (unsigned long long)s->large_live);
     if (addrmap_count(&p->live) != s->large_live)
         viol(c, "address map holds %zu entries, %llu large blocks live", addrmap_count(&p->live),
              (unsigned long long)s->large_live);
@@ -682,12 +808,12 @@ static void check_counters(chk_t *c)
         viol(c, "descriptors: %llu in use + %zu free + %zu held != %zu",
              (unsigned long long)s->descriptors, p->desc.free_count, held_desc, p->desc.total);
     size_t head = p->ubase - p->base, tail = p->base + p->size - p->uend;
-    size_t free_bytes = p->large.free_bytes + p->slab.free_bytes;
+    size_t free_bytes = p->large.free_bytes + p->slab.free_bytes + s->cached_bytes;
     size_t overhead = s->slack + head + tail + s->transit_mapped;
     size_t held = v ? v->mapped : p->size;
-    if (p->allocated_bytes + free_bytes + overhead != held)
-        viol(c, "conservation: allocated %zu + free %zu + overhead %zu != %s %zu",
-             p->allocated_bytes, free_bytes, overhead, v ? "mapped" : "reserved", held);
+    if (n->allocated + free_bytes + overhead != held)
+        viol(c, "conservation: allocated %zu + free %zu + overhead %zu != %s %zu", n->allocated,
+             free_bytes, overhead, v ? "mapped" : "reserved", held);
     if (!v) return;
     size_t chunks = 0;
     for (size_t i = 0; i < (v->nchunks + 63) / 64; i++)
@@ -713,7 +839,10 @@ int pool_check(pool_t *p, char *why, size_t why_len)
         return 1;
     }
     pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
+    pool_cache_stop(p); /* the caches hold still: item 9 */
     chk_t c = {.p = p, .why = why, .why_len = why_len};
+    pool_cache_sum(p, &c.n);
     p->check_epoch++;
     if (p->check_epoch == 0 || p->check_epoch > UINT32_MAX / 2 - 1) p->check_epoch = 1;
     c.seen = 2 * p->check_epoch;
@@ -730,8 +859,10 @@ int pool_check(pool_t *p, char *why, size_t why_len)
         check_lists(&c, &p->vmm->voids, voids, c.s.void_bytes);
     }
     check_counters(&c);
-    if (c.bad == 0) /* the summary follows links the checks above vouch for */
+    if (c.bad == 0) check_caches(&c); /* the magazines point into pages vouched for above */
+    if (c.bad == 0)                   /* the summary follows links the checks above vouch for */
         check_summary(&c);
+    pool_cache_go(p);
     pthread_mutex_unlock(&p->lock);
     return c.bad;
 }

@@ -68,19 +68,100 @@ typedef struct pool_vmm {
     int released;             /* pool_release_backing ran: nothing is mapped any more */
 } pool_vmm_t;
 
+/* ---- thread caches (pool_cache.c) ---------------------------------------------------------- */
+/* A thread's cache for one pool: per size class, a magazine (a stack) of slots taken from
+ * their pages and free for the application, plus the thread's share of the statistics.  The
+ * owner thread pushes and pops without the pool lock inside a "busy" window (pool.c); anyone
+ * else touches a cache only holding the pool lock with the fast paths stopped (pool_cache_stop).
+ * Bounds: class c holds at most cap(c) = clamp(CACHE_CLASS_BYTES / slot, 1, CACHE_MAG_MAX)
+ * blocks, and a cache at most CACHE_BYTES_MAX bytes of slots. */
+#define CACHE_CLASS_BYTES ((size_t)128 << 10) /* bytes of slots one class holds, at most */
+#define CACHE_MAG_MAX 64u                     /* blocks one class holds, at most */
+#define CACHE_BYTES_MAX ((size_t)4 << 20)     /* bytes of slots one cache holds, at most */
+#define CACHE_POOLS 4u                        /* pools a thread caches for at once */
+#ifndef CACHE_FLUSH_DIV
+#define CACHE_FLUSH_DIV 8u
+#endif
+/* Blocks a full magazine gives back to their pages at once: few, since each may miss the
+ * cache three times (a flush is a tail latency); refills take half a magazine. */
+#define CACHE_FLUSH(cap) ((cap) / CACHE_FLUSH_DIV ? (cap) / CACHE_FLUSH_DIV : 1u)
+
+typedef struct cache_ent {
+    uintptr_t addr;   /* the slot's address */
+    slab_slot_t *rec; /* its record (SLAB_SLOT_CACHED while here) */
+} cache_ent_t;
+
+/* One class of a cache, on a cache line of its own: the magazine and the thread's share of
+ * the class's statistics (the user buckets are unions of whole classes: bucket_of(slot)). */
+typedef struct cache_mag {
+    _Alignas(64) uint32_t n; /* blocks held: ent[0..n) (oldest first) */
+    uint32_t cap;            /* most blocks held */
+    uint32_t slot;           /* bytes per slot of the class (immutable) */
+    uint32_t pad;            /* unused */
+    cache_ent_t *ent;        /* [cap] */
+    uint64_t allocs;         /* allocations of the class counted here */
+    uint64_t frees;          /* frees counted here (live here = allocs - frees, may wrap) */
+    size_t live_bytes;       /* granted bytes allocated - freed here (wraps) */
+} cache_mag_t;
+
+/* A pool's transfer cache of one class: a stack of slots (taken from their pages, records
+ * SLAB_SLOT_CACHED) that threads' magazines hand over and take back in halves, under a
+ * try-lock, without the pool lock (tcmalloc's transfer cache).  Used only while the pool has
+ * caches of several threads; touched by an owner in its busy window (the try-lock orders the
+ * owners), or by a stopper (pool lock held, fast paths stopped). */
+typedef struct cache_xfer {
+    _Alignas(64) unsigned lock; /* atomic: 1 while an owner moves entries (never waited for) */
+    uint32_t n;                 /* entries held: ent[0..n) (atomic: read before the lock) */
+    uint32_t cap;               /* most entries (immutable) */
+    uint32_t batch;             /* entries moved at once: half a magazine (immutable) */
+    cache_ent_t *ent;           /* [cap] */
+} cache_xfer_t;
+#define CACHE_XFER_BATCHES 4u                /* a transfer cache holds that many halves... */
+#define CACHE_XFER_BYTES ((size_t)256 << 10) /* ... and at most this (at least one half) */
+
+typedef struct cache_thread cache_thread_t;
+typedef struct cache cache_t;
+struct cache {
+    /* the owner's, hot (one line): written in the busy window or under the pool lock */
+    _Alignas(64) unsigned busy;          /* atomic: 1 while the owner is in a fast path */
+    uint32_t ncached;                    /* blocks in the magazines */
+    size_t bytes;                        /* their slot bytes, <= CACHE_BYTES_MAX */
+    size_t alloc_bytes;                  /* granted bytes allocated - freed here (wraps) */
+    size_t req_bytes;                    /* requested bytes allocated - freed here (wraps) */
+    size_t base;                         /* the rest of the pool's allocated bytes at the last sync
+                                   (peak estimate: base + alloc_bytes) */
+    size_t hw;                           /* high-water of base + alloc_bytes since the sync */
+    int alone;                           /* atomic: the pool's only cache (pool lock) */
+    uint32_t scan;                       /* next class to trim when over CACHE_BYTES_MAX */
+    size_t synced;                       /* alloc_bytes at the last sync */
+    cache_mag_t mag[SLAB_CACHE_CLASSES]; /* one magazine per cached class */
+    /* cold */
+    pool_t *pool;           /* its pool; NULL once the pool is destroyed (cache_lock) */
+    uint64_t pool_id;       /* its pool's id (immutable) */
+    cache_thread_t *owner;  /* the owner thread's table (immutable) */
+    cache_t *pnext, *pprev; /* the pool's caches (pool lock; cache_lock too to link/unlink) */
+    cache_t *gnext, *gprev; /* every cache of the process (cache_lock) */
+    int orphan;             /* fork child: its owner thread does not exist here (pool lock) */
+    int reaped;             /* atomic: an orphan flushed and unlinked: free it (cache_lock) */
+    cache_ent_t ents[];     /* the magazines' storage */
+};
+
 struct pool {
-    uintptr_t base;              /* start of the managed range (immutable) */
+    /* read by the fast paths: this line and the slab's first are written only by stops */
+    _Alignas(64) uintptr_t base; /* start of the managed range (immutable) */
     size_t size;                 /* bytes of the managed range (immutable) */
     uintptr_t ubase;             /* first usable byte: base rounded up to POOL_ALIGN (immutable) */
     uintptr_t uend;              /* end of usable bytes: base+size rounded down (immutable) */
-    pthread_mutex_t lock;        /* guards everything below */
-    uint32_t check_epoch;        /* pool_check's mark generation */
+    uint64_t id;                 /* unique in the process, never reused (immutable) */
+    pool_vmm_t *vmm;             /* virtual-memory backing (immutable pointer), NULL: block */
+    unsigned stw;                /* atomic: stops in progress; while non-zero, fast paths lock */
     slab_t slab;                 /* size-class slabs (their pages are PAGE blocks of `large`) */
+    pthread_mutex_t lock;        /* guards everything below, and the slab's mutable part */
+    uint32_t check_epoch;        /* pool_check's mark generation */
     tlsf_t large;                /* the FREE blocks of the tiling of [ubase, uend) */
     desc_store_t desc;           /* descriptor storage */
     addrmap_t live;              /* LIVE large-heap block address -> desc_t * */
     desc_t *large_first;         /* block at ubase */
-    pool_vmm_t *vmm;             /* virtual-memory backing (immutable pointer), NULL: block */
     size_t allocated_bytes;      /* sum of granted over live blocks and slots */
     size_t allocated_mirror;     /* allocated_bytes, stored atomically after each change: read
                                     without the lock by pool_allocated_bytes */
@@ -93,6 +174,26 @@ struct pool {
     uint64_t invalid_frees;      /* pool_free answered ENOTOWNED / ENOTLIVE */
     uint64_t bucket_live_blocks[POOL_NBUCKETS]; /* live blocks/slots per bucket of granted */
     uint64_t bucket_live_bytes[POOL_NBUCKETS];  /* their granted bytes */
+    /* The figures above are the pool's own share: large blocks, small blocks of threads
+     * without a cache, and what caches folded in when they went away; a cache keeps its
+     * thread's share (cache_t), and readers sum both with the fast paths stopped. */
+    size_t sum_sync;  /* allocated_bytes + every cache's alloc_bytes as of its last sync:
+                             the allocated bytes as the pool last knew them (peak, mirror) */
+    unsigned stopped; /* pool_cache_stop depth (lock) */
+    int stop_raised;  /* the outermost stop raised stw (lock) */
+    int has_orphans;  /* a cache of a thread the fork did not copy is linked (lock) */
+    /* Taken slots + live large blocks, stored (relaxed) after each locked change, read without
+     * the lock by the one thread that has a cache of the pool: when its cache holds every
+     * taken block, nothing is live and it gives them back (pool.c: an empty pool is one free
+     * block).  On a line of its own: written at every locked operation. */
+    _Alignas(64) uint64_t in_use;
+    _Alignas(64) cache_t *caches; /* this pool's caches (lock; cache_lock too to link/unlink) */
+    cache_xfer_t *xfer;           /* [SLAB_CACHE_CLASSES] transfer caches, made with the first cache
+                            (lock; then immutable until pool_destroy) */
+    uint64_t xfer_blocks;         /* atomic: entries in all transfer caches */
+    pool_t *reg_next;             /* pools with caches (cache_lock) */
+    pool_t *reg_prev;             /* pools with caches (cache_lock) */
+    int registered;               /* on that list (cache_lock) */
 };
 
 /* pool.c: a pool over [base, base+size) whose tiling is one descriptor over [ubase, uend) in
@@ -115,12 +216,191 @@ typedef struct pool_summary {
     uint64_t bucket_blocks[POOL_NBUCKETS]; /* FREE and SLOTS extents per user bucket (by size) */
     uint64_t bucket_bytes[POOL_NBUCKETS];  /* their bytes */
 } pool_summary_t;
-/* pre: pool->lock held (it refreshes the pages' run summaries).  O(1) without slab pages,
- * else O(pages + bitmap words of the pages changed since the last call + cached pages). */
-void pool_summarize(pool_t *p, pool_summary_t *out);
-/* pool_explain without the lock (pre: held): the refusal classifier (pool.h).  grow_refused:
+typedef struct pool_counts pool_counts_t;
+/* pre: pool->lock held, fast paths stopped (it refreshes the pages' run summaries); n: the
+ * summed counts (pool_cache_sum), whose cached blocks are SLOTS extents of one slot each.
+ * O(1) without slab pages, else O(pages + bitmap words of the pages changed since the last
+ * call + cached pages). */
+void pool_summarize(pool_t *p, const pool_counts_t *n, pool_summary_t *out);
+/* pool_explain without the lock (pre: held, fast paths stopped): the refusal classifier
+ * (pool.h).  grow_refused:
  * the backing has just refused fresh physical memory to this request (no headroom counted). */
 void pool_classify(pool_t *p, size_t granted, int grow_refused, pool_refusal_t *out);
+
+/* ---- thread caches (pool_cache.c) ---------------------------------------------------------- */
+/* The calling thread's table of caches: NULL until it first uses a pool. */
+struct cache_thread {
+    struct {
+        pool_t *pool;   /* a pool this thread caches for (maybe destroyed since) */
+        uint64_t id;    /* that pool's id when the cache was made */
+        cache_t *cache; /* the cache */
+    } ent[CACHE_POOLS]; /* most recently used first */
+    int exiting;        /* the thread's key destructor ran: no new caches */
+    int disabled;       /* pool_cache_thread_enable(0): no caches for this thread */
+};
+extern __thread cache_thread_t *pool_cache_self __attribute__((tls_model("initial-exec")));
+extern int pool_cache_fenced; /* 1: no membarrier: the fast paths fence (pool_cache.c) */
+
+/* The calling thread's cache for p, made (or brought to the front) on first use; NULL when the
+ * thread has none and cannot get one (exiting, host OOM): then everything takes the lock.
+ * pre: p->lock not held. */
+cache_t *pool_cache_lookup(pool_t *p);
+static inline cache_t *pool_cache_get(pool_t *p)
+{
+    cache_thread_t *t = pool_cache_self;
+    if (__builtin_expect(t != NULL && t->ent[0].pool == p && t->ent[0].id == p->id, 1))
+        return t->ent[0].cache;
+    return pool_cache_lookup(p);
+}
+/* Caches for the calling thread on (1, the default) or off (0: its caches are given back and
+ * every call of this thread takes the lock, as without caches; the white-box tests of the
+ * slab layer use it).  pre: no pool lock held. */
+void pool_cache_thread_enable(int on);
+/* The calling thread's cache for p if it has one; never makes one (any lock may be held). */
+static inline cache_t *pool_cache_peek(const pool_t *p)
+{
+    cache_thread_t *t = pool_cache_self;
+    for (unsigned i = 0; t && i < CACHE_POOLS; i++)
+        if (t->ent[i].pool == p && t->ent[i].id == p->id) return t->ent[i].cache;
+    return NULL;
+}
+/* Open the owner's busy window: 0 when a stop is in progress (the window is closed again and
+ * the caller takes the lock).  The store-load order between `busy` and `stw` is the asymmetric
+ * Dekker of pool_cache.c: a compiler barrier here, membarrier() on the stopper's side. */
+static inline int pool_cache_enter(pool_t *p, cache_t *c)
+{
+    __atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
+    if (__builtin_expect(pool_cache_fenced, 0))
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    else
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(&p->stw, __ATOMIC_ACQUIRE) == 0, 1)) return 1;
+    __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
+    return 0;
+}
+static inline void pool_cache_leave(cache_t *c) { __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE); }
+
+/* A thread's share of one allocation (sign +1) or free (-1) of class k, with the peak
+ * estimate. */
+static inline void pool_cache_count(cache_t *c, unsigned k, size_t granted, size_t requested,
+                                    int sign)
+{
+    cache_mag_t *m = &c->mag[k];
+    if (sign > 0) {
+        m->allocs++;
+        m->live_bytes += granted;
+        c->alloc_bytes += granted;
+        c->req_bytes += requested;
+        if (c->base + c->alloc_bytes > c->hw) c->hw = c->base + c->alloc_bytes;
+    } else {
+        m->frees++;
+        m->live_bytes -= granted;
+        c->alloc_bytes -= granted;
+        c->req_bytes -= requested;
+    }
+}
+
+/* Publish in_use (pre: lock held, at the end of a locked change). */
+static inline void pool_publish(pool_t *p)
+{
+    __atomic_store_n(&p->in_use, p->slab.taken + addrmap_count(&p->live), __ATOMIC_RELAXED);
+}
+/* 1 when cache c holds every taken block of p and nothing large is live (pre: lock held). */
+static inline int pool_cache_holds_all(const pool_t *p, const cache_t *c)
+{
+    return p->caches == c && !c->pnext && c->ncached == p->slab.taken &&
+           addrmap_count(&p->live) == 0;
+}
+/* The caller's cache holds every taken block: give them back (pre: lock held). */
+void pool_cache_empty(pool_t *p, cache_t *c);
+
+/* In the busy window of c (class k): refill the empty magazine from the class's transfer
+ * cache.  1 when it got blocks; 0 when there was none or another thread holds it. */
+static inline int pool_cache_xfer_take(pool_t *p, cache_t *c, unsigned k)
+{
+    cache_xfer_t *x = &p->xfer[k];
+    cache_mag_t *m = &c->mag[k];
+    if (!__atomic_load_n(&x->n, __ATOMIC_RELAXED) ||
+        __atomic_exchange_n(&x->lock, 1, __ATOMIC_ACQUIRE))
+        return 0;
+    uint32_t n = x->n, take = n < x->batch ? n : x->batch;
+    if (c->bytes + (size_t)take * m->slot > CACHE_BYTES_MAX) take = 0;
+    n -= take;
+    __builtin_memcpy(m->ent, x->ent + n, take * sizeof *m->ent);
+    __atomic_store_n(&x->n, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->lock, 0, __ATOMIC_RELEASE);
+    __atomic_sub_fetch(&p->xfer_blocks, take, __ATOMIC_RELAXED);
+    m->n = take;
+    c->ncached += take;
+    c->bytes += (size_t)take * m->slot;
+    return take != 0;
+}
+/* In the busy window of c (class k): hand the older half of the full magazine to the class's
+ * transfer cache.  1 when done; 0 when it is full or another thread holds it. */
+static inline int pool_cache_xfer_put(pool_t *p, cache_t *c, unsigned k)
+{
+    cache_xfer_t *x = &p->xfer[k];
+    cache_mag_t *m = &c->mag[k];
+    if (__atomic_exchange_n(&x->lock, 1, __ATOMIC_ACQUIRE)) return 0;
+    uint32_t n = x->n, put = x->batch;
+    if (n + put > x->cap || put > m->n) {
+        __atomic_store_n(&x->lock, 0, __ATOMIC_RELEASE);
+        return 0;
+    }
+    __builtin_memcpy(x->ent + n, m->ent, put * sizeof *m->ent);
+    __atomic_store_n(&x->n, n + put, __ATOMIC_RELAXED);
+    __atomic_store_n(&x->lock, 0, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&p->xfer_blocks, put, __ATOMIC_RELAXED);
+    __builtin_memmove(m->ent, m->ent + put, (m->n - put) * sizeof *m->ent);
+    m->n -= put;
+    c->ncached -= put;
+    c->bytes -= (size_t)put * m->slot;
+    return 1;
+}
+
+/* Stop the fast paths of p (pre: lock held; nests): when it returns no other thread is inside
+ * a busy window of p and none enters one until pool_cache_go.  Costs nothing when no other
+ * thread has a cache for p; else one membarrier() and a wait for the windows open now. */
+/* Register for membarrier once per process (else the owners fence: pool_cache_fenced); called
+ * by pool_new, before the pool is seen by any thread. */
+void pool_cache_barrier_setup(void);
+void pool_cache_stop(pool_t *p);
+void pool_cache_go(pool_t *p);
+/* Under the lock (pre: held): flush the caches of threads the fork did not copy. */
+void pool_cache_reap(pool_t *p);
+static inline void pool_cache_locked(pool_t *p)
+{
+    if (__builtin_expect(p->has_orphans, 0)) pool_cache_reap(p);
+}
+/* Give every block of cache c back to its pages (pre: lock held, c's owner is the caller or
+ * stopped).  Returns the blocks given back. */
+uint32_t pool_cache_flush(pool_t *p, cache_t *c);
+/* Every cache of p flushed (pre: lock held; stops the fast paths itself). */
+void pool_cache_drain_all(pool_t *p);
+/* Fold the figures of c into the pool's own and bring its peak estimate up to date (pre:
+ * lock held; c's owner is the caller). */
+void pool_cache_sync(pool_t *p, cache_t *c);
+/* A small block for cache c of class k (pre: lock held, k < SLAB_CACHE_CLASSES): refill the
+ * magazine from the class's pages (at most one page carved) and pop one; 0 when no page could
+ * be had.  *out = its address; its record is set for granted/requested. */
+int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t requested,
+                      uintptr_t *out);
+/* Push the live slot idx of pg (addr) into cache c, making room first (pre: lock held). */
+void pool_cache_push(pool_t *p, cache_t *c, slab_page_t *pg, uint32_t idx, uintptr_t addr);
+/* Summed statistics (pre: lock held and fast paths stopped). */
+struct pool_counts {
+    uint64_t allocs, frees, live_blocks; /* calls, live blocks and slots */
+    size_t allocated, requested, peak;   /* bytes */
+    uint64_t bucket_blocks[POOL_NBUCKETS];
+    uint64_t bucket_bytes[POOL_NBUCKETS];
+    uint64_t cached_blocks;                       /* blocks in the caches */
+    size_t cached_bytes;                          /* their slot bytes */
+    uint64_t cached_bucket_blocks[POOL_NBUCKETS]; /* by slot size */
+    uint64_t cached_bucket_bytes[POOL_NBUCKETS];
+};
+void pool_cache_sum(const pool_t *p, pool_counts_t *out);
+/* pool_destroy's part: the caches of p are dropped (their threads free them later). */
+void pool_cache_forget(pool_t *p);
 
 /* ---- virtual-memory backing (pool_vmm.c) --------------------------------------------------- */
 /* Bytes of fresh physical memory a vmm pool may still map: limit - mapped - pending, or 0. */

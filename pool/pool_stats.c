@@ -90,7 +90,7 @@ static void run_through(const pool_t *p, pool_summary_t *o, const slab_page_t *p
     if (len > o->largest) o->largest = len;
 }
 
-void pool_summarize(pool_t *p, pool_summary_t *o)
+void pool_summarize(pool_t *p, const pool_counts_t *n, pool_summary_t *o)
 {
     memset(o, 0, sizeof *o);
     o->free_bytes = p->large.free_bytes + p->slab.free_bytes;
@@ -104,11 +104,13 @@ void pool_summarize(pool_t *p, pool_summary_t *o)
     if (!p->slab.pages) return;
     slab_refresh_runs(&p->slab);
     const slab_runs_t *r = &p->slab.run_sums;
-    o->slot_runs = r->runs;
-    o->slab_free_bytes = p->slab.free_bytes;
+    /* a block in a thread's cache: one SLOTS extent of its slot's bytes */
+    o->free_bytes += n->cached_bytes;
+    o->slot_runs = r->runs + n->cached_blocks;
+    o->slab_free_bytes = p->slab.free_bytes + n->cached_bytes;
     for (int k = 0; k < POOL_NBUCKETS; k++) {
-        o->bucket_blocks[k] += r->blocks[k];
-        o->bucket_bytes[k] += r->bytes[k];
+        o->bucket_blocks[k] += r->blocks[k] + n->cached_bucket_blocks[k];
+        o->bucket_bytes[k] += r->bytes[k] + n->cached_bucket_bytes[k];
     }
     for (unsigned c = 0; c < SLAB_NCLASSES && p->slab.cached_pages; c++)
         for (const slab_page_t *pg = p->slab.cls[c].cached; pg; pg = pg->next)
@@ -116,34 +118,38 @@ void pool_summarize(pool_t *p, pool_summary_t *o)
 }
 
 /* ---- statistics ---------------------------------------------------------------------------- */
-/* pre: lock held. */
+/* pre: lock held, fast paths stopped. */
 static void stats_locked(pool_t *p, pool_stats_t *out)
 {
+    pool_counts_t n;
     pool_summary_t fs;
-    pool_summarize(p, &fs);
+    pool_cache_sum(p, &n);
+    pool_summarize(p, &n, &fs);
     memset(out, 0, sizeof *out);
     const pool_vmm_t *v = p->vmm;
     size_t held = v ? v->mapped : p->size;
     out->base = p->base;
     out->reserved_bytes = held;
-    out->allocated_bytes = p->allocated_bytes;
-    out->requested_bytes = p->requested_bytes;
-    out->peak_allocated_bytes = p->peak_allocated_bytes;
+    out->allocated_bytes = n.allocated;
+    out->requested_bytes = n.requested;
+    out->peak_allocated_bytes = n.peak;
     out->free_bytes = fs.free_bytes;
     out->largest_free_bytes = fs.largest;
     out->slab_free_bytes = fs.slab_free_bytes;
-    out->overhead_bytes = held - p->allocated_bytes - out->free_bytes;
+    out->cached_bytes = n.cached_bytes;
+    out->cached_blocks = n.cached_blocks;
+    out->overhead_bytes = held - n.allocated - out->free_bytes;
     out->fragmentation =
         out->free_bytes ? 1.0 - (double)out->largest_free_bytes / (double)out->free_bytes : 0.0;
-    out->live_blocks = p->live_blocks;
+    out->live_blocks = n.live_blocks;
     out->free_blocks = fs.free_runs + fs.slot_runs;
-    out->allocs = p->allocs;
-    out->frees = p->frees;
+    out->allocs = n.allocs;
+    out->frees = n.frees;
     out->failed_allocs = p->failed_allocs;
     out->invalid_frees = p->invalid_frees;
     for (int k = 0; k < POOL_NBUCKETS; k++) {
-        out->buckets[k].live_blocks = p->bucket_live_blocks[k];
-        out->buckets[k].live_bytes = p->bucket_live_bytes[k];
+        out->buckets[k].live_blocks = n.bucket_blocks[k];
+        out->buckets[k].live_bytes = n.bucket_bytes[k];
         out->buckets[k].free_blocks = fs.bucket_blocks[k];
         out->buckets[k].free_bytes = fs.bucket_bytes[k];
     }
@@ -197,6 +203,9 @@ static int walk_page(walker_t *w, const slab_page_t *pg)
             uint32_t j = slab_next_live(pg, i);
             r = w->cb(w->ctx, a, (size_t)(j - i) * pg->slot, POOL_EXTENT_SLOTS);
             i = j;
+        } else if (pg->cls < SLAB_CACHE_CLASSES && slab_slots(pg)[i] == SLAB_SLOT_CACHED) {
+            r = w->cb(w->ctx, a, pg->slot, POOL_EXTENT_SLOTS); /* free for the application */
+            i++;
         } else {
             r = w->cb(w->ctx, a, slab_slot_granted(slab_slots(pg)[i]), POOL_EXTENT_LIVE);
             i++;
@@ -232,8 +241,10 @@ void pool_classify(pool_t *p, size_t granted, int grow_refused, pool_refusal_t *
     const pool_vmm_t *v = p->vmm;
     size_t usable = v ? v->limit : p->uend - p->ubase;
     if (granted == 0) granted = 1;
+    pool_counts_t n;
     pool_summary_t fs;
-    pool_summarize(p, &fs);
+    pool_cache_sum(p, &n);
+    pool_summarize(p, &n, &fs);
     memset(out, 0, sizeof *out);
     out->need = granted > SIZE_MAX - (POOL_ALIGN - 1) ? granted : desc_align(granted);
     out->free_bytes = fs.free_bytes;
@@ -376,7 +387,12 @@ void pool_explain(pool_t *p, size_t granted, pool_refusal_t *out)
 {
     debug_assert(p != NULL && out != NULL);
     pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
+    /* As pool_alloc before it refuses: every thread's cached blocks back to their pages. */
+    pool_cache_drain_all(p);
+    pool_cache_stop(p);
     pool_classify(p, granted, 0, out);
+    pool_cache_go(p);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -387,8 +403,11 @@ int pool_snapshot(pool_t *p, pool_stats_t *stats, pool_walk_fn cb, void *ctx)
         return 0;
     }
     pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
+    pool_cache_stop(p); /* one instant: no thread is in a fast path until pool_cache_go */
     if (stats) stats_locked(p, stats);
     int r = cb ? pool_walk_locked(p, cb, ctx, UINT64_MAX) : 0;
+    pool_cache_go(p);
     pthread_mutex_unlock(&p->lock);
     return r;
 }

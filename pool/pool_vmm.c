@@ -471,6 +471,7 @@ size_t pool_grow(pool_t *p, size_t bytes)
     if (!p || !p->vmm || bytes == 0) return 0;
     pool_vmm_t *v = p->vmm;
     pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
     size_t k = bytes > SIZE_MAX - v->chunk ? v->nchunks : (bytes + v->chunk - 1) >> v->chunk_shift;
     size_t room = pool_vmm_headroom(p) >> v->chunk_shift;
     size_t span = tlsf_largest(&v->voids) >> v->chunk_shift;
@@ -492,6 +493,9 @@ size_t pool_give_back(pool_t *p, size_t bytes)
     if (!p || !p->vmm || bytes == 0) return 0;
     pool_vmm_t *v = p->vmm;
     pthread_mutex_lock(&p->lock);
+    pool_cache_locked(p);
+    /* A chunk whose blocks are all in threads' caches is free memory: they go back first. */
+    pool_cache_drain_all(p);
     slab_release_cached(&p->slab);
     size_t k = bytes > SIZE_MAX - v->chunk ? v->nchunks : (bytes + v->chunk - 1) >> v->chunk_shift;
     size_t whole = p->large.whole_bytes >> v->chunk_shift;

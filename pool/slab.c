@@ -36,6 +36,7 @@
  * Locking: caller holds pool->lock (slab_geom_init is pthread_once).
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,11 +49,12 @@ static void geom_build(void)
 {
     for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
         size_t units;
-        if (c < 16) {
+        if (c < SLAB_LINEAR) {
             units = c + 1;
         } else {
-            unsigned k = c - 16, m = 4 + k / 8, j = k % 8;
-            units = ((size_t)1 << m) + ((size_t)(j + 1) << (m - 3));
+            unsigned k = c - SLAB_LINEAR, m = SLAB_STEP_LOG2 + 1 + k / SLAB_STEPS,
+                     j = k % SLAB_STEPS;
+            units = ((size_t)1 << m) + ((size_t)(j + 1) << (m - SLAB_STEP_LOG2));
         }
         size_t slot = units << DESC_GRAN_SHIFT;
         size_t lo = (SLAB_PAGE_MIN + slot - 1) / slot, hi = lo;
@@ -76,6 +78,7 @@ int slab_init(slab_t *s, uintptr_t ubase, size_t usable, tlsf_t *heap, desc_stor
     memset(s, 0, sizeof *s);
     slab_geom_init();
     s->ubase = ubase;
+    s->min_live = SLAB_PAGE_MIN_LIVE;
     s->heap = heap;
     s->desc = desc;
     if (addrmap_init(&s->req_map, 16) != 0) return -1;
@@ -95,6 +98,12 @@ int slab_init(slab_t *s, uintptr_t ubase, size_t usable, tlsf_t *heap, desc_stor
 void slab_destroy(slab_t *s)
 {
     for (uint32_t id = 1; id < s->id_top; id++) free(s->page_by_id[id]);
+    for (unsigned o = 0; o < SLAB_MEM_ORDERS; o++)
+        while (s->spare[o]) {
+            slab_page_t *pg = s->spare[o];
+            s->spare[o] = pg->next;
+            free(pg);
+        }
     if (s->gran_dir)
         for (size_t i = 0; i < (s->ngran + SLAB_GRAN_LEAF - 1) >> SLAB_GRAN_LEAF_SHIFT; i++)
             free(s->gran_dir[i]);
@@ -139,13 +148,17 @@ static void gran_set(slab_t *s, slab_page_t *pg, int set)
     size_t g0 = off >> SLAB_PAGE_SHIFT, g1 = (off + pg->span - 1) >> SLAB_PAGE_SHIFT;
     size_t in = off & (SLAB_PAGE_MIN - 1);
     debug_assert_internal(g1 < s->ngran);
+    /* Release stores: the lock-free lookup (slab_page_of) reads a page's header after it. */
     if (in == 0)
-        gran_at(s, g0)->cover = set ? pg : NULL;
+        __atomic_store_n(&gran_at(s, g0)->cover, set ? pg : NULL, __ATOMIC_RELEASE);
     else
-        gran_at(s, g0)->start = set ? (uint64_t)(uintptr_t)pg | (uint64_t)(in >> DESC_GRAN_SHIFT)
-                                                                    << SLAB_START_PTR_BITS
-                                    : 0;
-    for (size_t g = g0 + 1; g <= g1; g++) gran_at(s, g)->cover = set ? pg : NULL;
+        __atomic_store_n(&gran_at(s, g0)->start,
+                         set ? (uint64_t)(uintptr_t)pg | (uint64_t)(in >> DESC_GRAN_SHIFT)
+                                                             << SLAB_START_PTR_BITS
+                             : 0,
+                         __ATOMIC_RELEASE);
+    for (size_t g = g0 + 1; g <= g1; g++)
+        __atomic_store_n(&gran_at(s, g)->cover, set ? pg : NULL, __ATOMIC_RELEASE);
     if (set)
         s->gran_refs += g1 - g0 + 1;
     else
@@ -214,40 +227,87 @@ size_t slab_page_span(const slab_t *s, unsigned c)
     return (size_t)page_slots(s, c) * slab_geom[c].slot;
 }
 
+/* Page memory: one 64-byte aligned block of a power of two (>= SLAB_MEM_MIN) bytes, kept on
+ * its size's spare list when the page is released and reused by the next page that fits it;
+ * given back to the C library only by slab_destroy.  So the lock-free lookup never reads freed
+ * memory (slab.h: slab_page_of), at the price of at most twice the pages' host metadata. */
+static unsigned mem_order(size_t bytes)
+{
+    unsigned o = SLAB_MEM_MIN_ORDER;
+    while (((size_t)1 << o) < bytes) o++;
+    return o;
+}
+
+static slab_page_t *page_mem_get(slab_t *s, size_t bytes)
+{
+    unsigned o = mem_order(bytes);
+    if (o >= SLAB_MEM_ORDERS) return NULL;
+    slab_page_t *pg = s->spare[o];
+    if (pg) {
+        s->spare[o] = pg->next;
+        s->spare_bytes -= (size_t)1 << o;
+        return pg;
+    }
+    return aligned_alloc(64, (size_t)1 << o);
+}
+
+static void page_mem_put(slab_t *s, slab_page_t *pg)
+{
+    unsigned o = pg->mem_order;
+    pg->next = s->spare[o];
+    s->spare[o] = pg;
+    s->spare_bytes += (size_t)1 << o;
+}
+
 slab_page_t *slab_page_new(slab_t *s, unsigned c)
 {
     debug_assert_internal(c < SLAB_NCLASSES && s->desc->free_count >= 1);
     if (!s->gran_dir) return NULL;
+    /* A class with few live blocks gets no page: its blocks go to the large heap, where they
+     * take their size rounded to 64 B instead of pinning a page of >= 256 KiB. */
+    if (s->cls[c].live + s->cls[c].outside + 1 < s->min_live) return NULL;
     const slab_geom_t *g = &slab_geom[c];
     uint32_t n = page_slots(s, c);
     uint32_t nwords = (n + 63) / 64;
     size_t span = (size_t)n * g->slot;
-    desc_t *f = slab_large_find(s, span);
+    /* Pages stack downwards from the top of the range: the free block just below the last
+     * page made, if it holds this one, else the best fit (whose top end is taken). */
+    desc_t *f = NULL;
+    const slab_page_t *last = s->last_addr ? slab_page_of(s, s->last_addr) : NULL;
+    if (last && last->addr == s->last_addr) {
+        desc_t *below = last->blk->phys_prev;
+        if (below && below->state == DESC_FREE && below->size >= span) f = below;
+    }
+    if (!f) f = slab_large_find(s, span);
     if (!f || gran_leaves(s, f->addr + f->size - span, span) != 0) return NULL;
     uint32_t id = id_peek(s);
     if (!id) return NULL;
     size_t bytes = sizeof(slab_page_t) + nwords * sizeof(uint64_t) + n * sizeof(slab_slot_t);
-    slab_page_t *pg = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    slab_page_t *pg = page_mem_get(s, bytes);
     if (!pg) return NULL;
     if ((uint64_t)(uintptr_t)pg >> SLAB_START_PTR_BITS) { /* cannot be packed: no page */
         free(pg);
         return NULL;
     }
+    unsigned order = mem_order(bytes);
     debug_assert_internal(f->state == DESC_FREE && f->size >= span);
     id_take(s, id);
     tlsf_remove(s->heap, f);
     desc_t *blk = tlsf_split(s->heap, s->desc, f, span, 1);
     blk->state = DESC_PAGE;
     blk->page = pg;
-    memset(pg, 0, sizeof *pg);
-    pg->addr = blk->addr;
-    pg->span = (uint32_t)span;
-    pg->slot = g->slot;
-    pg->inv = g->inv;
-    pg->nslots = n;
-    pg->cls = (uint16_t)c;
+    /* The geometry with relaxed atomic stores, the rest plainly (slab.h: SLAB_GEO). */
+    memset(pg, 0, offsetof(slab_page_t, addr));
+    memset(&pg->live, 0, sizeof *pg - offsetof(slab_page_t, live));
+    pg->mem_order = (uint8_t)order;
+    __atomic_store_n(&pg->addr, blk->addr, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->span, (uint32_t)span, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->slot, g->slot, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->inv, g->inv, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->nslots, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->cls, (uint16_t)c, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->nwords, (uint8_t)nwords, __ATOMIC_RELAXED);
     pg->dirty = 1; /* its runs (all zero) are in the sums as they are */
-    pg->nwords = (uint8_t)nwords;
     pg->blk = blk;
     pg->id = id;
     for (uint32_t w = 0; w < nwords; w++) {
@@ -255,7 +315,9 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
         pg->bits[w] = left >= 64 ? ~0ull : (1ull << left) - 1;
     }
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
+    memset(slab_slots(pg), 0xff, n * sizeof(slab_slot_t)); /* SLAB_SLOT_FREE */
     s->page_by_id[id] = pg;
+    s->last_addr = pg->addr;
     gran_set(s, pg, 1);
     s->pages++;
     s->cls[c].pages++;
@@ -276,7 +338,7 @@ static void page_release(slab_t *s, slab_page_t *pg)
     s->pages--;
     s->cls[pg->cls].pages--;
     s->free_bytes -= pg->span;
-    free(pg);
+    page_mem_put(s, pg);
     blk->page = NULL;
     tlsf_insert(s->heap, tlsf_coalesce(s->heap, s->desc, blk));
 }

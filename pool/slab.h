@@ -33,8 +33,10 @@
  *   slot record      32 bits: granted - 1 and granted - requested; a difference that does not
  *                    fit is kept in req_map (expected O(1)).
  * Cache behaviour (the reason for this layout): a free touches the granule entry, the page's
- * first hot cache line (header + the first 3 bitmap words) and one 4-byte slot record; an
- * alloc the class, the head page's hot line, one bitmap word and one slot record.
+ * geometry line (never written while the page lives, so threads freeing into one page do not
+ * bounce it) and one 4-byte slot record; an alloc under the lock the class, the head page's
+ * state line (live count, summary, the first 6 bitmap words), one bitmap word and one record;
+ * a thread's cache touches only the record of the slot it hands out or takes back.
  * Invariants (pool_check): a page's bitmap has nslots - live bits set and none past nslots;
  * summary bit w <=> bits[w] != 0; a page is on its class's partial list iff 0 < live < nslots;
  * a page with live == 0 exists only on its class's cached list (<= SLAB_CACHE_PAGES); every
@@ -58,16 +60,28 @@
  * all.  Larger requests go to the TLSF heap, which rounds to 64 bytes only (a 256 KiB limit
  * measured better minimum pools on the shipped traces than 1 MiB, at the same medians in
  * bench_pool). */
-#define SLAB_MAX ((size_t)1 << 18)                   /* largest granted size served by a slab */
-#define SLAB_NCLASSES 80u                            /* classes 0..79, the last one 256 KiB */
+#define SLAB_MAX ((size_t)1 << 18) /* largest granted size served by a slab */
+#ifndef SLAB_STEP_LOG2
+#define SLAB_STEP_LOG2 3u /* 2^3 = 8 classes per power of two (internal waste < 12.5 %) */
+#endif
+#define SLAB_STEPS (1u << SLAB_STEP_LOG2) /* classes per power of two */
+#define SLAB_LINEAR (2u * SLAB_STEPS)     /* classes of 64-byte steps (to 1 KiB for 8) */
+/* classes: the linear ones, then SLAB_STEPS per power of two from SLAB_LINEAR * 64 B to
+ * SLAB_MAX (2^18 / 64 = 2^12 units): 80 for 8 steps */
+#define SLAB_NCLASSES (SLAB_LINEAR + SLAB_STEPS * (12u - (SLAB_STEP_LOG2 + 1u)))
 #define SLAB_PAGE_SHIFT 18u                          /* granule of the page table: 256 KiB */
 #define SLAB_PAGE_MIN ((size_t)1 << SLAB_PAGE_SHIFT) /* no page is smaller than one granule */
 #define SLAB_PAGE_MAX ((size_t)4 << 20)              /* pages of 32+ slots, capped at 4 MiB */
 #define SLAB_PAGE_SLOTS 32u                          /* slots of a full-grown page, at least */
 #define SLAB_PAGE_GROW 4u                            /* a new page: class live slots / 4 slots */
 #define SLAB_CACHE_PAGES 2u                          /* empty pages a class keeps for reuse */
-#define SLAB_PAGE_MAX_SLOTS 4096u                    /* 64 bitmap words: one summary word */
-#define SLAB_PAGE_ID_MAX 0xfffffffeu                 /* page ids 1..SLAB_PAGE_ID_MAX (0 = none) */
+#ifndef SLAB_PAGE_MIN_LIVE
+#define SLAB_PAGE_MIN_LIVE 8u /* a class gets a new page only with this many live blocks */
+#endif
+#define SLAB_PAGE_MAX_SLOTS 4096u    /* 64 bitmap words: one summary word */
+#define SLAB_PAGE_ID_MAX 0xfffffffeu /* page ids 1..SLAB_PAGE_ID_MAX (0 = none) */
+#define SLAB_MEM_MIN_ORDER 8u        /* page metadata blocks: 256 B .. */
+#define SLAB_MEM_ORDERS 16u          /* .. 32 KiB (4096 slots take 17 KiB) */
 
 /* ---- types -------------------------------------------------------------------------------- */
 /* Geometry of one class, the same for every pool (slab.c builds the table once). */
@@ -90,7 +104,8 @@ typedef struct slab_class {
     uint32_t ncached;     /* length of `cached`, <= SLAB_CACHE_PAGES */
     uint32_t pad;         /* unused */
     uint64_t pages;       /* pages of this class (partial + full + cached) */
-    uint64_t live;        /* live slots in them */
+    uint64_t live;        /* slots taken in them (live, or in a thread's cache) */
+    uint64_t outside;     /* live blocks of this class's sizes in the large heap (pool.c) */
 } slab_class_t;
 
 /* The sizes of a live slot in 32 bits (at 8 bytes the slot records of 100,000 live blocks
@@ -102,6 +117,16 @@ typedef uint32_t slab_slot_t;
 #define SLAB_SLOT_GBITS 18u
 #define SLAB_REQ_ESCAPE 0x3fffu
 _Static_assert(SLAB_MAX == (size_t)1 << SLAB_SLOT_GBITS, "granted - 1 fits the low bits");
+/* The record of a slot that is not live, in a page of a class below SLAB_CACHE_CLASSES: a free
+ * slot (its bit set) is SLAB_SLOT_FREE, a slot held in a thread's cache (pool_cache.c: taken
+ * from the page, free for the application) SLAB_SLOT_CACHED.  Their granted fields (0x3fffe,
+ * 0x3ffff) exceed every slot of those classes, so no live record looks like them; the
+ * lock-free free path (pool.c) tells a live slot from the rest by its record alone.  The
+ * 256 KiB class (granted up to 2^18) is never cached and its records are read with the bitmap,
+ * as before. */
+#define SLAB_SLOT_FREE 0xffffffffu
+#define SLAB_SLOT_CACHED 0xfffffffeu
+#define SLAB_CACHE_CLASSES (SLAB_NCLASSES - 1u) /* classes a thread cache may hold */
 
 /* The free-slot runs of one page (slab_page_runs), valid while the page's `dirty` is 0: a run
  * is a maximal sequence of free slots inside the page (never merged across its edges). */
@@ -121,19 +146,22 @@ struct slab_page {
     desc_t *blk;       /* its PAGE block in the large tiling */
     uint32_t id;       /* index in slab_t.page_by_id (the list of all pages) */
     uint32_t mark;     /* scratch for pool_check */
+    uint8_t mem_order; /* log2 of the bytes of this block of host memory (slab.c) */
     slab_runs_t runs;  /* free-run summary for the statistics (as last computed) */
-    /* hot */
+    /* geometry: read by every free, the lock-free ones included; never written while the page
+     * lives, and alone on its line (a line other threads' refills write would bounce) */
     _Alignas(64) uintptr_t addr; /* first slot (absolute address) */
     uint32_t span;               /* bytes: nslots * slot */
     uint32_t slot;               /* bytes per slot */
     uint32_t inv;                /* class reciprocal (slab_geom_t.inv) */
     uint32_t nslots;             /* slots */
-    uint32_t live;               /* live slots */
     uint16_t cls;                /* class index */
-    uint8_t dirty;               /* 1: `runs` is stale (a slot changed since it was computed) */
     uint8_t nwords;              /* bitmap words */
-    uint64_t summary;            /* bit w set iff bits[w] != 0 */
-    uint64_t bits[];             /* [nwords] bit set = slot free; bits past nslots are 0; then
+    /* state, under the pool lock: the alloc path's line */
+    _Alignas(64) uint32_t live; /* slots taken (live, or in a thread's cache) */
+    uint8_t dirty;              /* 1: `runs` is stale (a slot changed since it was computed) */
+    uint64_t summary;           /* bit w set iff bits[w] != 0 */
+    uint64_t bits[];            /* [nwords] bit set = slot free; bits past nslots are 0; then
                                     slab_slot_t[nslots], the sizes of the live slots */
 };
 
@@ -153,26 +181,33 @@ typedef struct slab_gran {
  * back to it; the fields pool_free reads before taking the lock (ubase, ngran, gran_dir)
  * never change after slab_init, and a leaf once made stays until slab_destroy. */
 typedef struct slab {
-    uintptr_t ubase;          /* origin of the granule table: the pool's first usable byte */
-    slab_gran_t **gran_dir;   /* granule table, two levels: [ngran / SLAB_GRAN_LEAF] leaves of
+    uintptr_t ubase;        /* origin of the granule table: the pool's first usable byte */
+    slab_gran_t **gran_dir; /* granule table, two levels: [ngran / SLAB_GRAN_LEAF] leaves of
                                  SLAB_GRAN_LEAF entries, allocated when a page first needs one
                                  (NULL until then); NULL if no page fits the pool */
-    size_t ngran;             /* granule entries the table covers */
-    size_t free_bytes;        /* bytes of free slots (cached pages included) */
-    uint64_t pages;           /* slab pages */
-    uint64_t cached_pages;    /* of them, empty ones kept by their classes */
-    uint64_t gran_refs;       /* non-zero cover/start fields in the granule table */
-    slab_page_t **page_by_id; /* [id_cap] page of each id, NULL when the id is unused */
-    uint32_t *free_ids;       /* [id_cap] stack of released ids */
-    uint32_t id_cap;          /* entries in page_by_id / free_ids */
-    uint32_t id_top;          /* ids 1..id_top-1 have been handed out */
-    uint32_t nfree_ids;       /* entries on free_ids */
-    uint32_t pad;             /* unused */
-    slab_runs_t run_sums;     /* sum of every page's `runs` (as last computed) */
-    tlsf_t *heap;             /* the large heap pages come from (the pool's) */
-    desc_store_t *desc;       /* its descriptor storage */
-    addrmap_t req_map;        /* live slot address -> requested, for escaped records */
-    slab_class_t cls[SLAB_NCLASSES]; /* size classes */
+    size_t ngran;           /* granule entries the table covers */
+    /* (the three fields above are read by the lock-free free path: nothing the locked paths
+     * write shares their cache line) */
+    _Alignas(64) size_t free_bytes; /* bytes of free slots (cached pages included) */
+    uint64_t taken;                 /* slots taken from their pages: live, or in a thread's cache */
+    uint64_t pages;                 /* slab pages */
+    uint64_t cached_pages;          /* of them, empty ones kept by their classes */
+    uint64_t gran_refs;             /* non-zero cover/start fields in the granule table */
+    slab_page_t **page_by_id;       /* [id_cap] page of each id, NULL when the id is unused */
+    uint32_t *free_ids;             /* [id_cap] stack of released ids */
+    uint32_t id_cap;                /* entries in page_by_id / free_ids */
+    uint32_t id_top;                /* ids 1..id_top-1 have been handed out */
+    uint32_t nfree_ids;             /* entries on free_ids */
+    uint32_t pad;                   /* unused */
+    slab_runs_t run_sums;           /* sum of every page's `runs` (as last computed) */
+    tlsf_t *heap;                   /* the large heap pages come from (the pool's) */
+    desc_store_t *desc;             /* its descriptor storage */
+    addrmap_t req_map;              /* live slot address -> requested, for escaped records */
+    slab_page_t *spare[SLAB_MEM_ORDERS]; /* released pages' memory by log2 bytes (via next) */
+    size_t spare_bytes;                  /* host bytes on the spare lists */
+    uintptr_t last_addr;                 /* address of the last page made (a hint, slab.c) */
+    uint32_t min_live;                   /* SLAB_PAGE_MIN_LIVE (white-box tests set 1) */
+    slab_class_t cls[SLAB_NCLASSES];     /* size classes */
 } slab_t;
 
 /* ---- hot path (inline) -------------------------------------------------------------------- */
@@ -180,31 +215,45 @@ static inline unsigned slab_class_of(size_t need)
 {
     debug_assert_internal(need > 0 && need <= SLAB_MAX && need % POOL_ALIGN == 0);
     size_t u = need >> DESC_GRAN_SHIFT;
-    if (u <= 16) return (unsigned)u - 1;
+    if (u <= SLAB_LINEAR) return (unsigned)u - 1;
     unsigned m = 63u - (unsigned)__builtin_clzll((unsigned long long)(u - 1));
-    return 16u + (m - 4u) * 8u + (unsigned)((u - 1) >> (m - 3u)) - 8u;
+    return SLAB_LINEAR + (m - SLAB_STEP_LOG2 - 1u) * SLAB_STEPS +
+           (unsigned)((u - 1) >> (m - SLAB_STEP_LOG2)) - SLAB_STEPS;
 }
+
+/* A field of a page's geometry.  The lock-free free path may read the geometry of a page that
+ * is being released and its memory reused for another (slab_page_of, for an address that is
+ * not that page's): the geometry is written (slab.c) and read with relaxed atomics, so such a
+ * read sees one value or the other, and the bounds check then refuses the page. */
+#define SLAB_GEO(pg, field) __atomic_load_n(&(pg)->field, __ATOMIC_RELAXED)
 
 static inline slab_slot_t *slab_slots(const slab_page_t *pg)
 {
-    return (slab_slot_t *)(uintptr_t)(pg->bits + pg->nwords);
+    return (slab_slot_t *)(uintptr_t)(pg->bits + pg->nwords); /* a live slot's page: stable */
 }
 
-/* The page holding addr, or NULL.  pre: addr inside the pool's range. */
+/* The page holding addr, or NULL (any address).  Safe without the lock (the lock-free free
+ * path of pool.c): the directory never changes, a leaf stays until slab_destroy, entries are
+ * read and written atomically (a page is published with release after its header is set), and
+ * a released page's memory is kept for reuse until slab_destroy (slab.c), so a racing lookup of
+ * an address that is not live reads stale but valid memory.  For the address of a live slot the
+ * answer is exact: its page cannot go away and the entry that names it does not change. */
 static inline slab_page_t *slab_page_of(const slab_t *s, uintptr_t addr)
 {
     size_t off = addr - s->ubase; /* wraps for addr < ubase: then >= ngran granules */
     size_t g = off >> SLAB_PAGE_SHIFT;
     if (g >= s->ngran) return NULL;
-    const slab_gran_t *leaf = s->gran_dir[g >> SLAB_GRAN_LEAF_SHIFT];
+    slab_gran_t *leaf = __atomic_load_n(&s->gran_dir[g >> SLAB_GRAN_LEAF_SHIFT], __ATOMIC_ACQUIRE);
     if (!leaf) return NULL;
-    slab_gran_t e = leaf[g & (SLAB_GRAN_LEAF - 1)];
-    slab_page_t *pg = e.cover;
-    if (e.start &&
-        ((off & (SLAB_PAGE_MIN - 1)) >> DESC_GRAN_SHIFT) >= (e.start >> SLAB_START_PTR_BITS))
-        pg = (slab_page_t *)(uintptr_t)(e.start & (((uint64_t)1 << SLAB_START_PTR_BITS) - 1));
+    slab_gran_t *e = &leaf[g & (SLAB_GRAN_LEAF - 1)];
+    uint64_t start = __atomic_load_n(&e->start, __ATOMIC_ACQUIRE);
+    slab_page_t *pg;
+    if (start && ((off & (SLAB_PAGE_MIN - 1)) >> DESC_GRAN_SHIFT) >= (start >> SLAB_START_PTR_BITS))
+        pg = (slab_page_t *)(uintptr_t)(start & (((uint64_t)1 << SLAB_START_PTR_BITS) - 1));
+    else
+        pg = __atomic_load_n(&e->cover, __ATOMIC_ACQUIRE);
     if (!pg) return NULL;
-    return addr - pg->addr < pg->span ? pg : NULL;
+    return addr - SLAB_GEO(pg, addr) < SLAB_GEO(pg, span) ? pg : NULL;
 }
 
 /* pre: pg is on no list. */
@@ -247,6 +296,18 @@ static inline size_t slab_slot_granted(slab_slot_t r)
     return (size_t)(r & ((1u << SLAB_SLOT_GBITS) - 1)) + 1;
 }
 
+/* The record of a live slot of these sizes (pre: !slab_slot_escapes(granted, requested)). */
+static inline slab_slot_t slab_slot_record(size_t granted, size_t requested)
+{
+    return (uint32_t)(granted - 1) | (uint32_t)(granted - requested) << SLAB_SLOT_GBITS;
+}
+
+/* 1 when record r (of a page of a class below SLAB_CACHE_CLASSES) is a live slot's. */
+static inline int slab_record_live(slab_slot_t r)
+{
+    return (r & ((1u << SLAB_SLOT_GBITS) - 1)) < (SLAB_SLOT_CACHED & ((1u << SLAB_SLOT_GBITS) - 1));
+}
+
 /* 1 when a slot of these sizes needs an entry in req_map. */
 static inline int slab_slot_escapes(size_t granted, size_t requested)
 {
@@ -265,11 +326,12 @@ static inline size_t slab_slot_requested(const slab_t *s, slab_slot_t r, uintptr
 
 /* Take the lowest free slot of pg (pre: pg is on its class's partial list, so it has one;
  * when slab_slot_escapes(granted, requested), one req_map entry is reserved); record the
- * sizes.  Returns the slot's address.  A page that becomes full leaves the list. */
+ * sizes (granted 0: the slot goes to a thread cache, see below).  Returns the slot's address.
+ * A page that becomes full leaves the list. */
 static inline uintptr_t slab_slot_take(slab_t *s, slab_page_t *pg, size_t granted, size_t requested)
 {
     debug_assert_internal(pg->live < pg->nslots && pg->summary != 0);
-    debug_assert_internal(granted > 0 && granted <= pg->slot && requested <= granted);
+    debug_assert_internal(granted <= pg->slot && requested <= granted);
     debug_assert_expensive(pg->prev ? pg->prev->next == pg : s->cls[pg->cls].partial == pg);
     unsigned w = (unsigned)__builtin_ctzll(pg->summary);
     uint64_t word = pg->bits[w];
@@ -279,16 +341,29 @@ static inline uintptr_t slab_slot_take(slab_t *s, slab_page_t *pg, size_t grante
     if (!word) pg->summary &= ~(1ull << w);
     uintptr_t addr = pg->addr + (uintptr_t)idx * pg->slot;
     uint32_t d = (uint32_t)(granted - requested);
-    if (d >= SLAB_REQ_ESCAPE) {
-        d = SLAB_REQ_ESCAPE;
-        addrmap_put_new(&s->req_map, addr, requested); /* reserved by the caller */
+    if (granted == 0) { /* for a thread cache (slab_slot_take_cached) */
+        slab_slots(pg)[idx] = SLAB_SLOT_CACHED;
+    } else {
+        if (d >= SLAB_REQ_ESCAPE) {
+            d = SLAB_REQ_ESCAPE;
+            addrmap_put_new(&s->req_map, addr, requested); /* reserved by the caller */
+        }
+        slab_slots(pg)[idx] = (uint32_t)(granted - 1) | d << SLAB_SLOT_GBITS;
     }
-    slab_slots(pg)[idx] = (uint32_t)(granted - 1) | d << SLAB_SLOT_GBITS;
     pg->dirty = 1;
     s->free_bytes -= pg->slot;
+    s->taken++;
     s->cls[pg->cls].live++;
     if (++pg->live == pg->nslots) slab_list_remove(&s->cls[pg->cls].partial, pg);
     return addr;
+}
+
+/* Take the lowest free slot of pg for a thread cache: its record says SLAB_SLOT_CACHED.
+ * pre: as slab_slot_take; pg's class is below SLAB_CACHE_CLASSES. */
+static inline uintptr_t slab_slot_take_cached(slab_t *s, slab_page_t *pg)
+{
+    debug_assert_internal(pg->cls < SLAB_CACHE_CLASSES);
+    return slab_slot_take(s, pg, 0, 0);
 }
 
 /* Slot index of addr in pg if addr is the start of a live slot, else -1. */
@@ -300,6 +375,21 @@ static inline long slab_slot_live(const slab_page_t *pg, uintptr_t addr)
     uint32_t idx = (uint32_t)(((uint64_t)u * pg->inv) >> 31);
     if ((uintptr_t)idx * pg->slot != off) return -1;
     if (pg->bits[idx >> 6] >> (idx & 63) & 1) return -1; /* free: double free */
+    if (pg->cls < SLAB_CACHE_CLASSES && !slab_record_live(slab_slots(pg)[idx]))
+        return -1; /* in a thread's cache: free for the application */
+    return (long)idx;
+}
+
+/* Slot index of addr in pg if addr is the start of a slot (live or not), else -1.  Reads only
+ * the page's immutable geometry: the lock-free free path's first step. */
+static inline long slab_slot_index(const slab_page_t *pg, uintptr_t addr)
+{
+    uintptr_t off = addr - SLAB_GEO(pg, addr);
+    uint32_t idx =
+        (uint32_t)(((uint64_t)(uint32_t)(off >> DESC_GRAN_SHIFT) * SLAB_GEO(pg, inv)) >> 31);
+    if ((off & (POOL_ALIGN - 1)) || (uintptr_t)idx * SLAB_GEO(pg, slot) != off ||
+        idx >= SLAB_GEO(pg, nslots))
+        return -1;
     return (long)idx;
 }
 
@@ -340,8 +430,10 @@ static inline void slab_slot_give(slab_t *s, slab_page_t *pg, uint32_t idx)
     debug_assert_internal(!(pg->bits[idx >> 6] >> (idx & 63) & 1));
     pg->bits[idx >> 6] |= 1ull << (idx & 63);
     pg->summary |= 1ull << (idx >> 6);
+    slab_slots(pg)[idx] = SLAB_SLOT_FREE;
     pg->dirty = 1;
     s->free_bytes += pg->slot;
+    s->taken--;
     slab_class_t *c = &s->cls[pg->cls];
     c->live--;
     uint32_t was = pg->live--;

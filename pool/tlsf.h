@@ -29,6 +29,9 @@
 #define TLSF_SL_LOG2 5u
 #define TLSF_SL_COUNT (1u << TLSF_SL_LOG2) /* 32 second-level classes per power of two */
 #define TLSF_FL_COUNT 56u                  /* covers every 64-byte-granular size_t */
+#ifndef TLSF_FIT_SCAN
+#define TLSF_FIT_SCAN 16u /* blocks of a class list compared for the best fit (tlsf.c) */
+#endif
 
 typedef struct tlsf {
     uint32_t state;                             /* enum desc_state of the listed blocks */
@@ -162,6 +165,21 @@ static inline desc_t *tlsf_find_suitable(const tlsf_t *h, unsigned fl, unsigned 
     return h->head[fl][(unsigned)__builtin_ctz(slm)];
 }
 
+/* The smallest of the first TLSF_FIT_SCAN blocks of list b.. that hold size bytes (the lowest
+ * address among equals), or NULL; an exact fit ends the scan.  *more: the list goes on. */
+static inline desc_t *tlsf_best_of(desc_t *b, size_t size, int *more)
+{
+    desc_t *best = NULL;
+    unsigned n = 0;
+    for (; b && n < TLSF_FIT_SCAN; b = b->free_next, n++) {
+        if (b->size < size) continue;
+        if (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr))
+            best = b;
+    }
+    *more = b != NULL && n == TLSF_FIT_SCAN;
+    return best;
+}
+
 /* A listed block of >= size bytes (size a multiple of 64, > 0); NULL only when no listed
  * block is that large (exact: see tlsf.c).  Changes nothing. */
 static inline desc_t *tlsf_find(const tlsf_t *h, size_t size)
@@ -171,21 +189,28 @@ static inline desc_t *tlsf_find(const tlsf_t *h, size_t size)
     unsigned f0, s0;
     tlsf_mapping_units(u, &f0, &s0);
     desc_t *own = h->head[f0][s0];
-    if (own && own->size >= size) return own; /* step 1 */
+    int more = 0;
+    desc_t *b = own ? tlsf_best_of(own, size, &more) : NULL; /* step 1 */
+    if (b) return b;
     size_t ur = u;
     if (u >= TLSF_SL_COUNT) ur = u + ((size_t)1 << (tlsf_msb64(u) - TLSF_SL_LOG2)) - 1;
     unsigned f, s;
     tlsf_mapping_units(ur, &f, &s);
     if (f < TLSF_FL_COUNT) {
-        desc_t *b = tlsf_find_suitable(h, f, s); /* step 2 */
-        if (b) {
-            debug_assert_internal(b->size >= size);
+        desc_t *c = tlsf_find_suitable(h, f, s); /* step 2 */
+        if (c) {
+            int more2;
+            b = tlsf_best_of(c, size, &more2);
+            debug_assert_internal(b && b->size >= size);
             return b;
         }
     }
-    if (own) /* step 3 */
-        for (desc_t *b = own->free_next; b; b = b->free_next)
-            if (b->size >= size) return b;
+    if (own && more) { /* step 3 */
+        desc_t *x = own;
+        for (unsigned n = 0; n < TLSF_FIT_SCAN; n++) x = x->free_next;
+        for (; x; x = x->free_next)
+            if (x->size >= size) return x;
+    }
     return NULL;
 }
 

@@ -5,7 +5,8 @@
  * LD_PRELOAD and never calls ACL (a launcher, a shell, a compiler, setpriv) gets no thread, no
  * descriptor, no signal handler, no fork handler, no file and no line from npupool.  Every hook
  * calls shim_ensure_init() first.  It has two phases:
- *   1. options and fork handlers (a pthread_once): parsing the environment takes no lock anybody
+ *   1. options and fork handlers (a pthread_once; the pools' thread caches set up theirs here
+ *      too, in pool mode): parsing the environment takes no lock anybody
  *      else holds, and pthread_atfork only glibc's fork-handler lock, which a fork holds only
  *      while it runs the handlers already registered (never ours yet), so every thread may wait
  *      for this phase.  The fork handlers must be in place before any thread can hold an
@@ -26,6 +27,7 @@
 #include "log.h"
 #include "observe.h"
 #include "options.h"
+#include "pool.h"
 #include "real.h"
 #include "shim.h"
 
@@ -47,6 +49,10 @@ static void options_phase(void)
     }
     if (log_level_threshold >= LOG_INFO) options_for_each(log_option, NULL);
     fork_register();
+    /* the pools' thread caches: set up now, before the program's threads make their first ones
+     * (a fork during that set-up would leave it half done in the child), and their fork
+     * handlers registered after the shim's, so that they run first */
+    if (npupool_config.mode == NPUPOOL_MODE_POOL) pool_threads_prepare();
 }
 
 static void observers_phase(void)

@@ -130,6 +130,15 @@ static void must_free(pool_t *p, uintptr_t a)
     check_pool(p);
 }
 
+/* A pool whose small blocks always go to pages: these tests place blocks by the slab's rules
+ * (test_page_gate covers the gate that keeps a class with few live blocks out of pages). */
+static pool_t *make_pool(uintptr_t base, size_t size)
+{
+    pool_t *p = pool_create(base, size);
+    if (p) p->slab.min_live = 1;
+    return p;
+}
+
 /* ---- tests ----------------------------------------------------------------------------- */
 static void test_create_args(void **state)
 {
@@ -173,7 +182,7 @@ static void test_edge_sizes(void **state)
     (void)state;
     const uintptr_t base = 0x7f0000000010ull;
     const size_t size = 64 * MiB + 37;
-    pool_t *p = pool_create(base, size);
+    pool_t *p = make_pool(base, size);
     assert_non_null(p);
     uintptr_t ubase = (base + 63) & ~(uintptr_t)63, uend = (base + size) & ~(uintptr_t)63;
     size_t usable = uend - ubase;
@@ -235,7 +244,7 @@ static void test_misuse(void **state)
 {
     (void)state;
     const uintptr_t base = 0x100000000ull;
-    pool_t *p = pool_create(base, 64 * MiB);
+    pool_t *p = make_pool(base, 64 * MiB);
     uintptr_t small = must_alloc(p, 1000), big = must_alloc(p, 3 * MiB);
     uintptr_t gone = must_alloc(p, 5000);
     must_free(p, gone);
@@ -280,7 +289,7 @@ static void test_exhaustion(void **state)
 {
     (void)state;
     const size_t size = 256 * MiB;
-    pool_t *p = pool_create(0x200000000ull, size);
+    pool_t *p = make_pool(0x200000000ull, size);
     uintptr_t *live = malloc(200000 * sizeof *live);
     size_t n = 0;
     uint64_t seed = 42;
@@ -332,7 +341,7 @@ static void test_exhaustion(void **state)
 static void test_oom_puzzle(void **state)
 {
     (void)state;
-    pool_t *p = pool_create(0x200000000000ull, 8 * GiB);
+    pool_t *p = make_pool(0x200000000000ull, 8 * GiB);
     uintptr_t blk[8];
     for (int i = 0; i < 8; i++) blk[i] = must_alloc(p, GiB);
     uintptr_t a;
@@ -406,7 +415,7 @@ static int largest_run_cb(void *ctx, uintptr_t addr, size_t size, enum pool_exte
 static void test_refusal_issue_scenario(void **state)
 {
     (void)state;
-    pool_t *p = pool_create(0x1100000000ull, 64 * MiB);
+    pool_t *p = make_pool(0x1100000000ull, 64 * MiB);
     uintptr_t a[1000];
     size_t n = 0;
     while (n < 1000 && pool_alloc(p, 100000, 100032, &a[n], NULL) == POOL_OK) n++;
@@ -465,7 +474,7 @@ static void test_refusal_kinds(void **state)
 {
     (void)state;
     /* Exhausted: a pool of one large block. */
-    pool_t *p = pool_create(0x1200000000ull, 8 * MiB);
+    pool_t *p = make_pool(0x1200000000ull, 8 * MiB);
     uintptr_t big = must_alloc(p, 8 * MiB - 64 * KiB);
     pool_refusal_t r = explain_and_try(p, 100 * KiB);
     assert_int_equal(r.kind, POOL_REFUSAL_EXHAUSTED);
@@ -484,7 +493,7 @@ static void test_refusal_kinds(void **state)
                            "64.0 KiB)");
     /* Figures that differ but print alike get their exact byte counts. */
     {
-        pool_t *q = pool_create(0x1400000000ull, 8 * MiB);
+        pool_t *q = make_pool(0x1400000000ull, 8 * MiB);
         uintptr_t half = must_alloc(q, 4 * MiB);
         pool_refusal_t e = explain_and_try(q, 4 * MiB + 1);
         assert_int_equal(e.kind, POOL_REFUSAL_EXHAUSTED);
@@ -504,7 +513,7 @@ static void test_refusal_kinds(void **state)
     pool_destroy(p);
 
     /* The seed's puzzle: 4 GiB free in 1 GiB pieces, no free slot. */
-    p = pool_create(0x200000000000ull, 8 * GiB);
+    p = make_pool(0x200000000000ull, 8 * GiB);
     uintptr_t blk[8];
     for (int i = 0; i < 8; i++) blk[i] = must_alloc(p, GiB);
     for (int i = 1; i < 8; i += 2) must_free(p, blk[i]);
@@ -522,7 +531,7 @@ static void test_refusal_kinds(void **state)
     pool_destroy(p);
 
     /* A free slot of a larger class is the largest block a small request can be given. */
-    p = pool_create(0x1300000000ull, 4 * MiB);
+    p = make_pool(0x1300000000ull, 4 * MiB);
     uintptr_t x = must_alloc(p, 200 * KiB), y = must_alloc(p, 200 * KiB);
     slab_page_t *pg = slab_page_of(&p->slab, x);
     assert_ptr_equal(slab_page_of(&p->slab, y), pg);
@@ -547,7 +556,7 @@ static void test_refusal_kinds(void **state)
 static void coalesce_in_order(int order, uint64_t seed)
 {
     const size_t size = 64 * MiB;
-    pool_t *p = pool_create(0x300000000ull, size);
+    pool_t *p = make_pool(0x300000000ull, size);
     uintptr_t live[400];
     size_t n = 0;
     while (n < 400) {
@@ -601,9 +610,10 @@ static void test_coalesce_random(void **state)
 static void test_small_segregation(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     const uintptr_t base = 0x400000000ull;
     const size_t size = GiB;
-    pool_t *p = pool_create(base, size);
+    pool_t *p = make_pool(base, size);
     uintptr_t large[40], small[40 * 30];
     size_t nl = 0, ns = 0, large_bytes = 0;
     uint64_t seed = 7;
@@ -652,7 +662,7 @@ static void test_small_segregation(void **state)
 static void test_cached_page_and_tiny_pool(void **state)
 {
     (void)state;
-    pool_t *p = pool_create(0x500000000ull, 64 * MiB);
+    pool_t *p = make_pool(0x500000000ull, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
     uintptr_t s1 = must_alloc(p, 256 * KiB);
     uintptr_t s0 = must_alloc(p, 250 * KiB); /* same class */
@@ -695,7 +705,7 @@ static void test_cached_page_and_tiny_pool(void **state)
     assert_one_free_block(p, 64 * MiB);
     pool_destroy(p);
 
-    p = pool_create(0x600000000ull, 48 * KiB); /* smaller than any page */
+    p = make_pool(0x600000000ull, 48 * KiB); /* smaller than any page */
     uintptr_t t[3];
     for (int i = 0; i < 3; i++) {
         t[i] = must_alloc(p, 100);
@@ -706,7 +716,7 @@ static void test_cached_page_and_tiny_pool(void **state)
     assert_one_free_block(p, 48 * KiB);
     pool_destroy(p);
 
-    p = pool_create(0x600000000ull, 3 * MiB + 192 * KiB);
+    p = make_pool(0x600000000ull, 3 * MiB + 192 * KiB);
     uintptr_t a = must_alloc(p, 100); /* a 256 KiB page */
     assert_non_null(slab_page_of(&p->slab, a));
     uintptr_t b = must_alloc(p, 2 * MiB);
@@ -723,7 +733,7 @@ static void test_cached_page_and_tiny_pool(void **state)
 
     /* 230 KiB left: a 200 KiB request's page (2 slots of 224 KiB) cannot be carved; the large
      * heap serves it directly, and it is freed through the address map. */
-    p = pool_create(0x600000000ull, 2 * MiB + 230 * KiB);
+    p = make_pool(0x600000000ull, 2 * MiB + 230 * KiB);
     b = must_alloc(p, 2 * MiB);
     c = must_alloc(p, 200 * KiB);
     assert_null(slab_page_of(&p->slab, c));
@@ -749,7 +759,7 @@ static void test_stats_consistency(void **state)
     assert_int_equal(pool_bucket_limit[0], KiB);
     assert_int_equal(pool_bucket_limit[2], 256 * KiB);
 
-    pool_t *p = pool_create(0x700000000ull, 4 * GiB + 4096 + 3);
+    pool_t *p = make_pool(0x700000000ull, 4 * GiB + 4096 + 3);
     uintptr_t live[600];
     size_t n = 0, granted_sum = 0, requested_sum = 0;
     uint64_t seed = 99;
@@ -819,7 +829,7 @@ static void test_exact_class_probe(void **state)
 {
     (void)state;
     const size_t size = 16 * MiB;
-    pool_t *p = pool_create(0xa00000000ull, size);
+    pool_t *p = make_pool(0xa00000000ull, size);
     const size_t A = 2 * MiB + 8 * KiB, B = 2 * MiB + 32 * KiB, R = 2 * MiB + 16 * KiB;
     unsigned fa, sa, fb, sb, fr, sr;
     tlsf_mapping(A, &fa, &sa);
@@ -852,7 +862,7 @@ static void test_exact_class_search(void **state)
 {
     (void)state;
     enum { NSMALL = 12 };
-    pool_t *p = pool_create(0xa80000000ull, 64 * MiB);
+    pool_t *p = make_pool(0xa80000000ull, 64 * MiB);
     const size_t A = 2 * MiB + 8 * KiB, B = 2 * MiB + 32 * KiB, R = 2 * MiB + 16 * KiB;
     uintptr_t b = must_alloc(p, B), sep[NSMALL + 1], a[NSMALL];
     sep[0] = must_alloc(p, 3 * MiB / 2);
@@ -887,7 +897,7 @@ static void test_many_blocks(void **state)
 {
     (void)state;
     enum { N = 6000 };
-    pool_t *p = pool_create(0x900000000ull, 256 * MiB);
+    pool_t *p = make_pool(0x900000000ull, 256 * MiB);
     uintptr_t *live = malloc(N * sizeof *live);
     uint64_t seed = 17;
     for (size_t i = 0; i < N; i++) {
@@ -950,7 +960,7 @@ static void test_class_geometry(void **state)
 static void test_slab_class_boundaries(void **state)
 {
     (void)state;
-    pool_t *p = pool_create(0xb00000000ull, 256 * MiB);
+    pool_t *p = make_pool(0xb00000000ull, 256 * MiB);
     for (unsigned c = 0; c < SLAB_NCLASSES; c++) {
         size_t slot = slab_geom[c].slot;
         size_t sizes[2] = {c == 0 ? 1 : slab_geom[c - 1].slot + 1, slot};
@@ -1003,8 +1013,9 @@ static size_t partial_len(const slab_class_t *c)
 static void test_slab_page_recycling(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     enum { N = 600 };
-    pool_t *p = pool_create(0xc00000000ull, 256 * MiB);
+    pool_t *p = make_pool(0xc00000000ull, 256 * MiB);
     uintptr_t keep = must_alloc(p, 8 * MiB); /* keeps the pool non-empty */
     unsigned c = slab_class_of(16 * KiB);
     const slab_geom_t *g = &slab_geom[c];
@@ -1091,8 +1102,9 @@ static void test_slab_page_recycling(void **state)
 static void test_slab_misuse(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     const uintptr_t base = 0xd00000000ull;
-    pool_t *p = pool_create(base, 64 * MiB);
+    pool_t *p = make_pool(base, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
     uintptr_t a = must_alloc(p, 3000), b = must_alloc(p, 3000), c = must_alloc(p, 3000);
     slab_page_t *pg = slab_page_of(&p->slab, a);
@@ -1146,7 +1158,7 @@ static void test_slab_misuse(void **state)
 static void test_slab_larger_class_fallback(void **state)
 {
     (void)state;
-    pool_t *p = pool_create(0xe00000000ull, 4 * MiB);
+    pool_t *p = make_pool(0xe00000000ull, 4 * MiB);
     uintptr_t a = must_alloc(p, 1000);
     slab_page_t *pg = slab_page_of(&p->slab, a);
     assert_int_equal(pg->slot, KiB);
@@ -1190,7 +1202,7 @@ static void test_free_runs_across_pages(void **state)
 {
     (void)state;
     const uintptr_t base = 0xf00000000ull;
-    pool_t *p = pool_create(base, 64 * MiB);
+    pool_t *p = make_pool(base, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
     uintptr_t p1 = must_alloc(p, 256 * KiB), p2 = must_alloc(p, 256 * KiB);
     uintptr_t p3 = must_alloc(p, 256 * KiB);
@@ -1264,9 +1276,10 @@ static void expect_extents(pool_t *p, const extent_t *want, size_t n)
 static void test_walk_kinds(void **state)
 {
     (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
     const uintptr_t base = 0xf80000000ull, top = base + 64 * MiB;
     const enum pool_extent L = POOL_EXTENT_LIVE, F = POOL_EXTENT_FREE, S = POOL_EXTENT_SLOTS;
-    pool_t *p = pool_create(base, 64 * MiB);
+    pool_t *p = make_pool(base, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB), q[8];
     for (int i = 0; i < 8; i++) q[i] = must_alloc(p, 64); /* one page: 4096 slots of 64 B */
     const uintptr_t pg = top - 256 * KiB;
@@ -1323,7 +1336,7 @@ static void test_walk_kinds(void **state)
 static void test_snapshot(void **state)
 {
     (void)state;
-    pool_t *p = pool_create(0xfc0000000ull, 64 * MiB);
+    pool_t *p = make_pool(0xfc0000000ull, 64 * MiB);
     uintptr_t a = must_alloc(p, 3 * MiB), b = must_alloc(p, 1000), c = must_alloc(p, 5 * MiB);
     must_free(p, a);
     pool_stats_t s1, s2;
@@ -1360,7 +1373,7 @@ static int stop_at_second(void *ctx, uintptr_t addr, size_t size, enum pool_exte
 static void test_walk_stops(void **state)
 {
     (void)state;
-    pool_t *p = pool_create(0x800000000ull, 64 * MiB);
+    pool_t *p = make_pool(0x800000000ull, 64 * MiB);
     uintptr_t a = must_alloc(p, 2 * MiB), b = must_alloc(p, 3 * MiB);
     int calls = 0;
     assert_int_equal(pool_walk(p, stop_at_second, &calls), 77);
@@ -1384,7 +1397,7 @@ static void misuse(misuse_t *m)
     slab_page_t *pg = slab_page_of(&p->slab, m->a);
     switch (m->what) {
     case 0: tlsf_coalesce(&p->large, &p->desc, p->large_first); break; /* a FREE block */
-    case 1: slab_slot_give(&p->slab, pg, 1); break;                    /* a free slot */
+    case 1: slab_slot_give(&p->slab, pg, pg->nslots - 1); break;       /* a free slot */
     case 2: tlsf_remove(&p->large, pg->blk); break;                    /* a PAGE block */
     case 3: pool_explain(NULL, 64, NULL); break;                       /* contract */
     }
@@ -1417,7 +1430,7 @@ static void test_assertions_fire(void **state)
 {
     (void)state;
 #if NPUPOOL_DEBUG >= 2
-    pool_t *p = pool_create(0x1400000000ull, 64 * MiB);
+    pool_t *p = make_pool(0x1400000000ull, 64 * MiB);
     uintptr_t big = must_alloc(p, 4 * MiB);
     must_free(p, big); /* the whole range is one FREE block */
     misuse_t m = {.p = p, .a = must_alloc(p, 1000)};
@@ -1426,6 +1439,73 @@ static void test_assertions_fire(void **state)
     must_free(p, m.a);
     pool_destroy(p);
 #endif
+}
+
+/* The page gate: a class with fewer than SLAB_PAGE_MIN_LIVE live blocks gets no page, its
+ * blocks go to the large heap at their size rounded to 64 B; the block that brings the class
+ * to the threshold gets a page, and freeing the large-heap ones keeps the count right. */
+static void test_page_gate(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x1600000000ull, 64 * MiB); /* the default gate */
+    unsigned c = slab_class_of(desc_align(20000));
+    uintptr_t a[SLAB_PAGE_MIN_LIVE];
+    for (unsigned i = 0; i + 1 < SLAB_PAGE_MIN_LIVE; i++) {
+        a[i] = must_alloc(p, 20000);
+        assert_null(slab_page_of(&p->slab, a[i])); /* a large-heap block */
+        assert_int_equal(p->slab.cls[c].outside, i + 1);
+    }
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.overhead_bytes, (SLAB_PAGE_MIN_LIVE - 1) * (desc_align(20000) - 20000));
+    a[SLAB_PAGE_MIN_LIVE - 1] = must_alloc(p, 20000);
+    slab_page_t *pg = slab_page_of(&p->slab, a[SLAB_PAGE_MIN_LIVE - 1]);
+    assert_non_null(pg); /* the class has enough live blocks now */
+    assert_int_equal(pg->cls, c);
+    for (unsigned i = 0; i < SLAB_PAGE_MIN_LIVE; i++) must_free(p, a[i]);
+    assert_int_equal(p->slab.cls[c].outside, 0);
+    assert_one_free_block(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+/* The large heap takes the best fit among the blocks of a class list (the smallest, the
+ * lowest address among equals), not the first. */
+static void test_best_fit(void **state)
+{
+    (void)state;
+    pool_t *p = make_pool(0x1700000000ull, 256 * MiB);
+    uintptr_t sep[6], hole[5];
+    /* holes of 8.0, 7.9, 7.8, 7.9, 7.8 MiB (one class list: within 1/32) between separators */
+    const size_t sizes[5] = {8 * MiB, 8 * MiB - 100 * KiB, 8 * MiB - 200 * KiB, 8 * MiB - 100 * KiB,
+                             8 * MiB - 200 * KiB};
+    for (int i = 0; i < 5; i++) {
+        sep[i] = must_alloc(p, 1 * MiB);
+        hole[i] = must_alloc(p, sizes[i]);
+    }
+    sep[5] = must_alloc(p, 1 * MiB);
+    for (int i = 0; i < 5; i++) must_free(p, hole[i]);
+    check_pool(p);
+    /* 7.7 MiB fits every hole: the smallest (7.8), the lower of the two */
+    uintptr_t x = must_alloc(p, 8 * MiB - 300 * KiB);
+    assert_int_equal(x, hole[2]);
+    uintptr_t y = must_alloc(p, 8 * MiB - 300 * KiB);
+    assert_int_equal(y, hole[4]);
+    uintptr_t z = must_alloc(p, 8 * MiB - 150 * KiB); /* the 7.9 ones: the lower */
+    assert_int_equal(z, hole[1]);
+    must_free(p, x);
+    must_free(p, y);
+    must_free(p, z);
+    for (int i = 0; i < 6; i++) must_free(p, sep[i]);
+    assert_one_free_block(p, 256 * MiB);
+    pool_destroy(p);
+}
+
+/* Teardown of the tests that turned the calling thread's caches off. */
+static int caches_on(void **state)
+{
+    (void)state;
+    pool_cache_thread_enable(1);
+    return 0;
 }
 
 int main(void)
@@ -1441,7 +1521,7 @@ int main(void)
         cmocka_unit_test(test_coalesce_forward),
         cmocka_unit_test(test_coalesce_reverse),
         cmocka_unit_test(test_coalesce_random),
-        cmocka_unit_test(test_small_segregation),
+        cmocka_unit_test_teardown(test_small_segregation, caches_on),
         cmocka_unit_test(test_cached_page_and_tiny_pool),
         cmocka_unit_test(test_stats_consistency),
         cmocka_unit_test(test_exact_class_probe),
@@ -1450,13 +1530,15 @@ int main(void)
         cmocka_unit_test(test_walk_stops),
         cmocka_unit_test(test_class_geometry),
         cmocka_unit_test(test_slab_class_boundaries),
-        cmocka_unit_test(test_slab_page_recycling),
-        cmocka_unit_test(test_slab_misuse),
+        cmocka_unit_test_teardown(test_slab_page_recycling, caches_on),
+        cmocka_unit_test_teardown(test_slab_misuse, caches_on),
         cmocka_unit_test(test_slab_larger_class_fallback),
         cmocka_unit_test(test_free_runs_across_pages),
         cmocka_unit_test(test_assertions_fire),
-        cmocka_unit_test(test_walk_kinds),
+        cmocka_unit_test_teardown(test_walk_kinds, caches_on),
         cmocka_unit_test(test_snapshot),
+        cmocka_unit_test(test_page_gate),
+        cmocka_unit_test(test_best_fit),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
  * class's slot size, the largest free run and just above it): pool_explain says NONE iff
  * pool_alloc of that size succeeds (the block is freed again), its usable_largest equals a
  * white-box figure worked out from the blocks, and a refusal's `why` equals pool_explain.
+ * The thread's cache (pool_cache.c) is on: pool_check runs once with it as the operation left
+ * it and once drained (pool_explain, the probes and pool_drain_caches give its blocks back).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -268,6 +270,14 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
             probe(p, now.largest_free_bytes, usable, &k, seed, step);
             probe(p, now.largest_free_bytes + 1 + rng_next(&s) % 64, usable, &k, seed, step);
         }
+        /* The checker ran with this thread's cache as the operation left it (refilled,
+         * flushed, pushed); now with it drained (pool_explain drained it already, and
+         * pool_drain_caches must leave it so). */
+        pool_drain_caches(p);
+        check_pool(p, seed, step);
+        pool_stats_t drained;
+        pool_get_stats(p, &drained);
+        assert_int_equal(drained.cached_blocks, 0);
         pool_stats_t st;
         pool_get_stats(p, &st);
         assert_int_equal(st.live_blocks, m.n);

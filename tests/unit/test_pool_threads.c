@@ -1,8 +1,16 @@
-/* tests/unit/test_pool_threads.c — 8 threads allocate and free concurrently on one pool while
- * a 9th takes snapshots (statistics and walk under one lock hold, which must agree) and runs
- * the checker; at the end no two live blocks overlap, the counters match what the threads
- * kept, the checker finds nothing, and freeing everything leaves one free block.  Meant to run
- * under the TSan build too.
+/* tests/unit/test_pool_threads.c — threads and the per-thread caches (pool_cache.c).
+ *
+ * test_threads: 8 threads allocate and free concurrently on one pool while a 9th takes
+ * snapshots (statistics and walk of one instant: the fast paths are stopped, so they must
+ * agree) and runs the checker; at the end no two live blocks overlap, the counters match what
+ * the threads kept, the checker finds nothing, and freeing everything leaves one free block.
+ * The caches: a block freed by another thread than the one that allocated it; a thread that
+ * exits with blocks in its cache (they go back); pool_destroy while several live threads hold
+ * blocks of the pool in their caches, then a new pool at the same address (the stale caches are
+ * dropped, never touched: ASan); fork while threads hold cached blocks (the child's checker
+ * holds, the child serves, drains and empties its pool); pool_drain_caches and a refusal that
+ * needs the blocks other threads hold; 64 threads handing blocks to each other; the same
+ * with the fenced fallback (no membarrier).  Meant to run under the TSan build too.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,10 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "pool.h"
+#include "pool_internal.h" /* pool_cache_fenced, the caches (white box) */
 
 #define NTHREADS 8
 #define OPS 20000
@@ -197,6 +208,7 @@ static void test_threads(void **state)
     assert_int_equal(st.allocs, allocs);
     assert_int_equal(st.frees, frees);
     assert_int_equal(st.failed_allocs, enomem);
+    assert_int_equal(st.cached_blocks, 0); /* the workers exited: their caches went back */
     assert_true(allocs > NTHREADS * OPS / 4);
 
     for (size_t k = 0; k < n; k++) assert_int_equal(pool_free(p, all[k].addr, NULL, NULL), POOL_OK);
@@ -205,6 +217,389 @@ static void test_threads(void **state)
     assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.free_bytes, size);
     pool_destroy(p);
+}
+
+static void check(pool_t *p)
+{
+    char why[256];
+    int bad = pool_check(p, why, sizeof why);
+    if (bad) print_error("pool_check: %s\n", why);
+    assert_int_equal(bad, 0);
+}
+
+/* The pool holds nothing: one free block over the range, no cached block. */
+static void assert_empty(pool_t *p, size_t size)
+{
+    pool_stats_t st;
+    check(p);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.live_blocks, 0);
+    assert_int_equal(st.cached_blocks, 0);
+    assert_int_equal(st.free_blocks, 1);
+    assert_int_equal(st.free_bytes, size);
+}
+
+/* ---- a parked thread: runs one step, then waits at a barrier for the next ---------------- */
+typedef struct parked {
+    int id;                                /* 0, 1, ... */
+    pool_t *pool;                          /* the pool it works on (may change between steps) */
+    pthread_barrier_t *bar;                /* shared with the main thread */
+    int steps;                             /* steps to run */
+    void (*step)(struct parked *t, int i); /* step i */
+    uintptr_t addr[64];                    /* blocks it holds */
+    size_t n;                              /* how many */
+    int errors;                            /* unexpected answers */
+} parked_t;
+
+static void *parked_main(void *arg)
+{
+    parked_t *t = arg;
+    for (int i = 0; i < t->steps; i++) {
+        t->step(t, i);
+        pthread_barrier_wait(t->bar); /* step i done */
+        pthread_barrier_wait(t->bar); /* go on */
+    }
+    return NULL;
+}
+
+/* Small blocks of a few classes, allocated then freed: they end in the thread's cache. */
+static void fill_cache(parked_t *t)
+{
+    for (size_t i = 0; i < 48; i++) {
+        size_t g = 64 + (i % 6) * 1000;
+        if (pool_alloc(t->pool, g, g, &t->addr[i], NULL) != POOL_OK) t->errors++;
+    }
+    for (size_t i = 0; i < 48; i++)
+        if (pool_free(t->pool, t->addr[i], NULL, NULL) != POOL_OK) t->errors++;
+    t->n = 0;
+}
+
+static void step_fill(parked_t *t, int i)
+{
+    (void)i;
+    fill_cache(t);
+}
+
+/* Run n parked threads for `steps` steps; between steps the main thread runs between(k). */
+static void run_parked(parked_t *t, int n, int steps, void (*between)(parked_t *t, int n, int k))
+{
+    pthread_t th[16];
+    pthread_barrier_t bar;
+    assert_true(n <= 16);
+    assert_int_equal(pthread_barrier_init(&bar, NULL, (unsigned)n + 1), 0);
+    for (int i = 0; i < n; i++) {
+        t[i].id = i;
+        t[i].bar = &bar;
+        t[i].steps = steps;
+        assert_int_equal(pthread_create(&th[i], NULL, parked_main, &t[i]), 0);
+    }
+    for (int k = 0; k < steps; k++) {
+        pthread_barrier_wait(&bar); /* the threads are parked after step k */
+        between(t, n, k);
+        pthread_barrier_wait(&bar);
+    }
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(t[i].errors, 0);
+    }
+    pthread_barrier_destroy(&bar);
+}
+
+/* ---- a free from another thread ------------------------------------------------------------ */
+static void step_alloc_or_free(parked_t *t, int i)
+{
+    if (i == 0 && t->id == 0) { /* thread 0 allocates */
+        for (size_t k = 0; k < 64; k++) {
+            size_t g = 100 + (k % 4) * 700;
+            if (pool_alloc(t->pool, g, g, &t->addr[k], NULL) != POOL_OK) t->errors++;
+        }
+        t->n = 64;
+    } else if (t->n) { /* step 1: the other thread frees them */
+        for (size_t k = 0; k < t->n; k++) {
+            size_t g = 0;
+            if (pool_free(t->pool, t->addr[k], &g, NULL) != POOL_OK || g != 100 + (k % 4) * 700)
+                t->errors++;
+        }
+        t->n = 0;
+    }
+}
+
+static void between_handover(parked_t *t, int n, int k)
+{
+    (void)n;
+    pool_stats_t st;
+    check(t[0].pool);
+    pool_get_stats(t[0].pool, &st);
+    if (k == 0) { /* hand thread 0's blocks to thread 1 */
+        assert_int_equal(st.live_blocks, 64);
+        memcpy(t[1].addr, t[0].addr, sizeof t[0].addr);
+        t[1].n = 64;
+        t[0].n = 0;
+    } else { /* thread 1 freed them: nothing live, its cache holds some, all free memory */
+        assert_int_equal(st.live_blocks, 0);
+        assert_int_equal(st.allocated_bytes, 0);
+        assert_true(st.cached_blocks > 0);
+        assert_int_equal(st.allocs, 64);
+        assert_int_equal(st.frees, 64);
+        assert_int_equal(st.free_bytes + st.overhead_bytes, st.reserved_bytes);
+        pool_drain_caches(t[0].pool);
+        assert_empty(t[0].pool, 64 * MiB);
+    }
+}
+
+static void test_cross_thread_free(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x90000000ull, 64 * MiB);
+    parked_t t[2] = {{.pool = p, .step = step_alloc_or_free},
+                     {.pool = p, .step = step_alloc_or_free}};
+    run_parked(t, 2, 2, between_handover);
+    assert_empty(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+/* ---- thread exit with blocks in its cache ------------------------------------------------ */
+static void between_cached(parked_t *t, int n, int k)
+{
+    (void)k;
+    pool_stats_t st;
+    check(t[0].pool);
+    pool_get_stats(t[0].pool, &st);
+    assert_int_equal(st.live_blocks, 0);
+    assert_true(st.cached_blocks >= (uint64_t)n); /* each thread keeps some */
+    assert_true(st.free_blocks > 1);
+}
+
+static void test_thread_exit_flushes(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xa0000000ull, 64 * MiB);
+    parked_t t[4];
+    for (int i = 0; i < 4; i++) t[i] = (parked_t){.pool = p, .step = step_fill};
+    run_parked(t, 4, 1, between_cached);
+    /* joined: their key destructors gave every cached block back */
+    assert_empty(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+/* ---- pool_destroy while other threads hold cached blocks of it ----------------------------- */
+static pool_t *g_next_pool; /* the pool the threads use after the destroy */
+
+static void step_fill_then_new(parked_t *t, int i)
+{
+    if (i == 1) t->pool = g_next_pool; /* the old one is gone: its cache must be dropped */
+    fill_cache(t);
+}
+
+static void between_destroy(parked_t *t, int n, int k)
+{
+    if (k != 0) return;
+    pool_destroy(t[0].pool); /* no thread is inside it; several hold cached blocks of it */
+    /* the same range again: likely the same host address too (a stale cache must not match) */
+    g_next_pool = pool_create(0xb0000000ull, 64 * MiB);
+    assert_non_null(g_next_pool);
+    (void)n;
+}
+
+static void test_destroy_with_cached(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xb0000000ull, 64 * MiB);
+    parked_t t[4];
+    for (int i = 0; i < 4; i++) t[i] = (parked_t){.pool = p, .step = step_fill_then_new};
+    run_parked(t, 4, 2, between_destroy);
+    assert_empty(g_next_pool, 64 * MiB); /* the threads exited: their new caches went back */
+    pool_destroy(g_next_pool);
+    g_next_pool = NULL;
+}
+
+/* ---- fork while threads hold cached blocks ----------------------------------------------- */
+static void between_fork(parked_t *t, int n, int k)
+{
+    (void)n, (void)k;
+    pool_t *p = t[0].pool;
+    uintptr_t mine;
+    assert_int_equal(pool_alloc(p, 4000, 4000, &mine, NULL), POOL_OK);
+    pool_stats_t before;
+    pool_get_stats(p, &before);
+    assert_true(before.cached_blocks > 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) { /* only this thread exists here; the others' caches are orphans */
+        int bad = pool_check(p, NULL, 0);
+        pool_stats_t st;
+        pool_get_stats(p, &st); /* the orphans went back to their pages: counted, not lost */
+        bad += st.live_blocks != 1 || st.allocated_bytes != 4000 || st.allocs != before.allocs;
+        uintptr_t x[32];
+        for (int i = 0; i < 32; i++) bad += pool_alloc(p, 300, 300, &x[i], NULL) != POOL_OK;
+        for (int i = 0; i < 32; i++) bad += pool_free(p, x[i], NULL, NULL) != POOL_OK;
+        bad += pool_free(p, mine, NULL, NULL) != POOL_OK;
+        pool_drain_caches(p);
+        bad += pool_check(p, NULL, 0);
+        pool_get_stats(p, &st);
+        bad += st.free_blocks != 1 || st.live_blocks != 0 || st.cached_blocks != 0;
+        _exit(bad ? 1 : 0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    check(p); /* the parent's pool is untouched */
+    assert_int_equal(pool_free(p, mine, NULL, NULL), POOL_OK);
+}
+
+static void test_fork_with_caches(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xc0000000ull, 64 * MiB);
+    parked_t t[3];
+    for (int i = 0; i < 3; i++) t[i] = (parked_t){.pool = p, .step = step_fill};
+    run_parked(t, 3, 1, between_fork);
+    pool_drain_caches(p); /* this thread's own cache: it freed its block while others had one */
+    assert_empty(p, 64 * MiB);
+    pool_destroy(p);
+}
+
+/* ---- draining other threads' caches: on request, and before a refusal -------------------- */
+static void between_drain(parked_t *t, int n, int k)
+{
+    (void)n;
+    pool_t *p = t[0].pool;
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_true(st.cached_blocks > 0);
+    if (k == 0) {
+        pool_drain_caches(p); /* the threads are alive, parked, caches full */
+        assert_empty(p, 8 * MiB);
+        return;
+    }
+    /* The whole pool at once: only possible once every thread's cache gave its slots back
+     * and the pages went back to the large heap.  pool_explain says so before. */
+    pool_refusal_t r;
+    pool_explain(p, 8 * MiB, &r);
+    assert_int_equal(r.kind, POOL_REFUSAL_NONE);
+    fill_cache(&t[0]); /* (this thread's own cache, refilled) */
+    uintptr_t a;
+    assert_int_equal(pool_alloc(p, 8 * MiB, 8 * MiB, &a, NULL), POOL_OK);
+    assert_int_equal(pool_free(p, a, NULL, NULL), POOL_OK);
+    check(p);
+}
+
+static void test_drain_and_refusal(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0xd0000000ull, 8 * MiB);
+    parked_t t[3];
+    for (int i = 0; i < 3; i++) t[i] = (parked_t){.pool = p, .step = step_fill};
+    run_parked(t, 3, 2, between_drain);
+    assert_empty(p, 8 * MiB);
+    pool_destroy(p);
+}
+
+/* ---- many threads handing blocks to each other ------------------------------------------- */
+#define MANY 64
+#define MANY_SLOTS 1024
+typedef struct many {
+    pool_t *pool;     /* shared */
+    uintptr_t *slots; /* [MANY_SLOTS] shared exchange: 0 or a live block */
+    uint64_t seed;    /* private RNG */
+    int ops;          /* operations */
+    int errors;       /* unexpected answers */
+    size_t allocated; /* granted bytes this thread allocated */
+    size_t freed;     /* granted bytes it freed (pool_free's answer) */
+} many_t;
+
+static void *many_main(void *arg)
+{
+    many_t *m = arg;
+    for (int op = 0; op < m->ops; op++) {
+        size_t i = (size_t)(rng_next(&m->seed) % MANY_SLOTS), g = 0;
+        uintptr_t a = __atomic_exchange_n(&m->slots[i], 0, __ATOMIC_ACQ_REL);
+        if (a) { /* someone else's block, most likely: free it */
+            int rc = pool_free(m->pool, a, &g, NULL);
+            if (rc != POOL_OK && m->errors++ == 0)
+                print_error("pool_free(%#lx): %d\n", (unsigned long)a, rc);
+            m->freed += g;
+            continue;
+        }
+        g = (size_t)1 << (rng_next(&m->seed) % 16);
+        g += rng_next(&m->seed) % g;
+        int rc = pool_alloc(m->pool, g, g, &a, NULL);
+        if (rc != POOL_OK) {
+            if (m->errors++ == 0) print_error("pool_alloc(%zu): %d\n", g, rc);
+            continue;
+        }
+        m->allocated += g;
+        /* the slot may have been refilled meanwhile: keep that one, free this one */
+        uintptr_t expect = 0;
+        if (!__atomic_compare_exchange_n(&m->slots[i], &expect, a, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE)) {
+            if (pool_free(m->pool, a, &g, NULL) != POOL_OK) m->errors++;
+            m->freed += g;
+        }
+    }
+    return NULL;
+}
+
+static void many_threads(int fenced)
+{
+    const size_t size = 1024 * MiB;
+    int saved = pool_cache_fenced;
+    if (fenced) pool_cache_fenced = 1; /* before the threads: both sides fence */
+    pool_t *p = pool_create(0x100000000ull, size);
+    static uintptr_t slots[MANY_SLOTS];
+    static many_t m[MANY];
+    pthread_t th[MANY];
+    memset(slots, 0, sizeof slots);
+#if NPUPOOL_DEBUG >= 2
+    int ops = 1500; /* the sanitizer builds: 64 threads on 2 cores */
+#else
+    int ops = 20000;
+#endif
+    for (int i = 0; i < MANY; i++) {
+        m[i] = (many_t){.pool = p, .slots = slots, .seed = 77 + (uint64_t)i, .ops = ops};
+        assert_int_equal(pthread_create(&th[i], NULL, many_main, &m[i]), 0);
+    }
+    for (int r = 0; r < 20; r++) { /* checks and snapshots while they run */
+        check(p);
+        pool_stats_t st;
+        pool_get_stats(p, &st);
+        assert_int_equal(st.allocated_bytes + st.free_bytes + st.overhead_bytes, size);
+        if (r == 10) pool_drain_caches(p);
+    }
+    size_t net = 0;
+    for (int i = 0; i < MANY; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(m[i].errors, 0);
+        net += m[i].allocated - m[i].freed;
+    }
+    check(p);
+    pool_stats_t st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.cached_blocks, 0);     /* every thread exited */
+    assert_int_equal(st.allocated_bytes, net); /* what the threads were told, summed */
+    size_t live = 0;
+    for (int i = 0; i < MANY_SLOTS; i++)
+        if (slots[i]) {
+            live++;
+            assert_int_equal(pool_free(p, slots[i], NULL, NULL), POOL_OK);
+        }
+    assert_int_equal(st.live_blocks, live);
+    assert_empty(p, size);
+    pool_destroy(p);
+    pool_cache_fenced = saved;
+}
+
+static void test_many_threads(void **state)
+{
+    (void)state;
+    many_threads(0);
+}
+
+static void test_many_threads_fenced(void **state)
+{
+    (void)state;
+    many_threads(1);
 }
 
 /* fork handlers' use: lock every pool, fork, unlock in both. */
@@ -224,6 +619,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_cross_thread_free),
+        cmocka_unit_test(test_thread_exit_flushes),
+        cmocka_unit_test(test_destroy_with_cached),
+        cmocka_unit_test(test_fork_with_caches),
+        cmocka_unit_test(test_drain_and_refusal),
+        cmocka_unit_test(test_many_threads),
+        cmocka_unit_test(test_many_threads_fenced),
         cmocka_unit_test(test_lock_unlock),
     };
     return cmocka_run_group_tests_name("pool_threads", tests, NULL, NULL);

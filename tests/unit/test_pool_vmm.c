@@ -814,6 +814,63 @@ static void test_fork_during_slow_path(void **state)
     done(p, &s);
 }
 
+/* A chunk whose blocks are all in another thread's cache is free memory: pool_give_back
+ * drains the caches first and gives it back; the thread then allocates again as usual. */
+typedef struct cacher {
+    pool_t *pool;           /* shared */
+    pthread_barrier_t *bar; /* main <-> this thread */
+    int errors;             /* unexpected answers */
+} cacher_t;
+
+static void *cacher_main(void *arg)
+{
+    cacher_t *t = arg;
+    uintptr_t a[12]; /* enough for its class to get a page (SLAB_PAGE_MIN_LIVE) */
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 12; i++)
+            if (pool_alloc(t->pool, 16 * KiB, 16 * KiB, &a[i], NULL) != POOL_OK) t->errors++;
+        for (int i = 0; i < 12; i++)
+            if (pool_free(t->pool, a[i], NULL, NULL) != POOL_OK) t->errors++;
+        pthread_barrier_wait(t->bar); /* its cache holds the blocks (the page is taken) */
+        pthread_barrier_wait(t->bar); /* main gave the memory back meanwhile */
+    }
+    return NULL;
+}
+
+static void test_give_back_cached(void **state)
+{
+    (void)state;
+    sim_t s;
+    pool_t *p = make(&s, 256 * MiB, 2 * MiB, 64 * MiB, 4 * MiB);
+    uintptr_t big = must_alloc(p, &s, 2 * MiB); /* one chunk live for good */
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    cacher_t t = {.pool = p, .bar = &bar};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, cacher_main, &t), 0);
+    for (int round = 0; round < 2; round++) {
+        pthread_barrier_wait(&bar);
+        pool_stats_t st;
+        pool_get_stats(p, &st);
+        assert_int_equal(st.live_blocks, 1);
+        assert_true(st.cached_blocks > 0); /* the page is taken: only its cache holds it */
+        check_all(p, &s);
+        size_t mapped = st.reserved_bytes;
+        size_t got = pool_give_back(p, 64 * MiB); /* everything but big's chunk */
+        assert_int_equal(got, mapped - 2 * MiB);
+        pool_get_stats(p, &st);
+        assert_int_equal(st.cached_blocks, 0);
+        assert_int_equal(st.reserved_bytes, 2 * MiB);
+        check_all(p, &s);
+        pthread_barrier_wait(&bar);
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(t.errors, 0);
+    pthread_barrier_destroy(&bar);
+    must_free(p, &s, big);
+    done(p, &s);
+}
+
 /* The checker notices a chunk table that disagrees with the blocks. */
 static void test_checker_sees_chunks(void **state)
 {
@@ -853,6 +910,7 @@ int main(void)
         cmocka_unit_test(test_random_small_chunks),
         cmocka_unit_test(test_threads_with_give_back),
         cmocka_unit_test(test_fork_during_slow_path),
+        cmocka_unit_test(test_give_back_cached),
         cmocka_unit_test(test_checker_sees_chunks),
     };
     return cmocka_run_group_tests_name("pool_vmm", tests, NULL, NULL);
