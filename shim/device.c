@@ -42,6 +42,7 @@
 
 #include "fmt.h"
 #include "clock.h"
+#include "current.h"
 #include "log.h"
 #include "options.h"
 #include "pin.h"
@@ -284,6 +285,8 @@ pool_t *device_pool_pin_or_create(int device)
             d->reservation = (uintptr_t)res.base;
             d->reservation_bytes = res.limit;
             d->vmm = res.vmm;
+            __atomic_store_n(&d->range_lo, (uintptr_t)res.base, __ATOMIC_RELAXED);
+            __atomic_store_n(&d->range_len, res.bytes, __ATOMIC_RELAXED); /* before the pool */
             wire_counter_add(&d->counters, pool_reservations, 1);
             __atomic_store_n(&d->pool, pool, __ATOMIC_RELEASE);
             if (device > __atomic_load_n(&highest_device, __ATOMIC_RELAXED))
@@ -298,10 +301,18 @@ pool_t *device_pool_pin_or_create(int device)
     return pool ? device_pool_pin(device) : NULL;
 }
 
+/* The device whose pool range holds addr is found from shim_devices[] (static memory, plain
+ * loads), and only its pool is pinned, then asked (pool_contains) to confirm.  Whoever frees an
+ * address got it from an allocation that pinned the pool, whose range was stored before the pool
+ * was published, so the range it reads is never older than that pool. */
 pool_t *device_pool_pin_by_address(uintptr_t addr, int *device)
 {
     int hi = __atomic_load_n(&highest_device, __ATOMIC_ACQUIRE);
     for (int dev = 0; dev <= hi; dev++) {
+        const shim_device_t *d = &shim_devices[dev];
+        if (addr - __atomic_load_n(&d->range_lo, __ATOMIC_RELAXED) >=
+            __atomic_load_n(&d->range_len, __ATOMIC_RELAXED))
+            continue;
         pool_t *pool = device_pool_pin(dev);
         if (pool && pool_contains(pool, addr)) {
             *device = dev;
@@ -311,6 +322,19 @@ pool_t *device_pool_pin_by_address(uintptr_t addr, int *device)
     pin_release();
     *device = -1;
     return NULL;
+}
+
+void device_counters(int device, wire_counters_t *out)
+{
+    const wire_counters_t *c = shim_counters_of(device);
+#define COUNTER_COPY(field, meaning) out->field = wire_counter_get(c, field);
+    WIRE_COUNTERS(COUNTER_COPY)
+#undef COUNTER_COPY
+    if (!vocab_device_known(device)) return;
+    uint64_t allocs, frees;
+    tstate_sum(device, &allocs, &frees);
+    out->allocs += allocs;
+    out->frees += frees;
 }
 
 /* Unpublish the device's pool and wait until no thread holds it; the caller then owns it.
@@ -326,6 +350,7 @@ static pool_t *retire(int device, uintptr_t *base_out, int *vmm)
     if (vmm) *vmm = d->vmm;
     if (pool) {
         __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&d->range_len, 0, __ATOMIC_RELAXED);
         d->reservation = 0;
         d->reservation_bytes = 0;
         d->vmm = 0;
@@ -424,6 +449,7 @@ void device_fork_child(void)
     /* A pool another parent thread was building does not exist in the child: build afresh. */
     for (int i = 0; i < NPUPOOL_MAX_DEVICES; i++) shim_devices[i].creating = 0;
     pin_fork_child();
+    current_invalidate_all(); /* the child's threads confirm their devices with the runtime */
     pthread_cond_init(&shim_devices_cond, NULL);
     pthread_mutex_unlock(&shim_devices_lock);
 }
