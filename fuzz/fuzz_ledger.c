@@ -3,10 +3,11 @@
  *
  * Every input is read twice: as it is (a mutation almost always breaks a check word, so this
  * mostly exercises the refusals), and "resealed": a copy whose check words are recomputed for
- * whatever the mutation left (chunk headers, record slots that hold one, append entries, device
- * figures), so the reader's checks of what a committed chunk, slot or entry may contain are
- * reached too.  Also checked: an input that reads whole reads the same with --salvage, and every
- * record's stack and every frame's module can be looked up.  `make fuzz` runs it.
+ * whatever the mutation left (chunk headers, record slots that hold one, append entries of
+ * stacks, modules and Python frames, device figures, the header's identities), so the reader's
+ * checks of what a committed chunk, slot or entry may contain are reached too.  Also checked: an
+ * input that reads whole reads the same with --salvage, and every record's stack, every frame's
+ * module and every Python frame of a stack can be looked up.  `make fuzz` runs it.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,15 @@ static void reseal_append(unsigned char *b, uint64_t off, uint64_t size, uint16_
 /* Recompute every check word the chunks as they now stand would need. */
 static void reseal(unsigned char *b, size_t len)
 {
+    if (len >= sizeof(lfmt_header_t)) { /* the identities, when they say they were written */
+        lfmt_library_t l;
+        size_t at[] = {offsetof(lfmt_header_t, npupool), offsetof(lfmt_header_t, runtime)};
+        for (int k = 0; k < 2; k++) {
+            memcpy(&l, b + at[k], sizeof l);
+            if (l.check) l.check = lfmt_library_check(&l);
+            memcpy(b + at[k], &l, sizeof l);
+        }
+    }
     for (uint64_t off = 0; off + sizeof(lfmt_chunk_t) <= len;) {
         lfmt_chunk_t c;
         memcpy(&c, b + off, sizeof c);
@@ -48,7 +58,8 @@ static void reseal(unsigned char *b, size_t len)
                 if (r.check > LFMT_CHECK_WRITING) r.check = lfmt_record_check(&r);
                 memcpy(b + s, &r, sizeof r);
             }
-        } else if (c.kind == LFMT_KIND_STACKS || c.kind == LFMT_KIND_MODULES) {
+        } else if (c.kind == LFMT_KIND_STACKS || c.kind == LFMT_KIND_MODULES ||
+                   c.kind == LFMT_KIND_PYFRAMES) {
             reseal_append(b, off, c.size, c.kind);
         } else if (c.kind == LFMT_KIND_DEVICE && c.size >= sizeof(lfmt_device_chunk_t)) {
             lfmt_device_chunk_t d;
@@ -69,8 +80,12 @@ static void use(const ledger_read_t *r)
     for (size_t i = 0; i < r->nrecs; i++) {
         const ledger_read_stack_t *s = ledger_read_stack(r, r->recs[i].stack_id);
         for (uint32_t k = 0; s && k < s->depth; k++) {
-            const ledger_read_module_t *m =
-                ledger_read_module_of(r, r->recs[i].stack_id, r->frames[s->first + k]);
+            uint64_t v = r->frames[s->first + k];
+            const ledger_read_pyframe_t *p = ledger_read_pyframe(r, lfmt_py_frame_id(v));
+            if (p) sink += strlen(p->file) + strlen(p->function) + p->line;
+            const char *seen = lfmt_py_seen_name(lfmt_py_seen_of(v));
+            if (seen) sink += strlen(seen);
+            const ledger_read_module_t *m = ledger_read_module_of(r, r->recs[i].stack_id, v);
             if (m) sink += strlen(m->path) + strlen(m->build_id);
         }
     }
@@ -83,8 +98,10 @@ static void read_both_ways(const unsigned char *data, size_t size)
     int rs = ledger_read_buffer("fuzz", data, size, 1, 1, &s);
     if (rc == 0) {
         if (rs != 0 || s.damaged || s.nrecs != r.nrecs || s.nstacks != r.nstacks ||
-            s.nmods != r.nmods || s.torn_records != r.torn_records)
+            s.nmods != r.nmods || s.npyframes != r.npyframes || s.torn_records != r.torn_records)
             abort();
+        sink += strlen(r.hdr.version) + strlen(r.hdr.npupool.path) + strlen(r.hdr.runtime.path) +
+                strlen(r.hdr.runtime.build_id);
         use(&r);
         ledger_read_release(&r);
     }

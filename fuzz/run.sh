@@ -2,10 +2,10 @@
 # fuzz/run.sh BUILD_DIR SECONDS — run each libFuzzer target for SECONDS, seeded with the repo's
 # fixtures and traces and with the hostile inputs of fuzz/seeds/ (NUL and random bytes, nesting
 # past cJSON's limit, integers at and past 2^64 - 1, numbers in strings, ...; ledger files of a
-# killed process, cut at the end of their chunks).  Crashing inputs land in BUILD_DIR/artifacts/;
-# copy each one to tests/fixtures/fuzz/ (report_*, trace_*, suppress_* or ledger_*) so
-# tests/cases/tool_errors.sh keeps replaying it (suppress_*: replayed as a --suppress file;
-# ledger_*: by tests/cases/tool_recover_errors.sh).
+# killed C or Python process, cut at the end of their chunks).  Crashing inputs land in
+# BUILD_DIR/artifacts/; copy each one to tests/fixtures/fuzz/ (report_*, trace_*, suppress_* or
+# ledger_*) so tests/cases/tool_errors.sh keeps replaying it (suppress_*: replayed as a
+# --suppress file; ledger_*: by tests/cases/tool_recover_errors.sh).
 set -u
 dir=$1 secs=$2
 mkdir -p "$dir/corpus/report" "$dir/corpus/trace" "$dir/corpus/suppress" "$dir/corpus/ledger" \

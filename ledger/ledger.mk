@@ -20,7 +20,7 @@ $(LEDGER_LIB): $(LEDGER_OBJS)
 
 ALL_TARGETS += $(LEDGER_LIB)
 
-LEDGER_TEST_NAMES := test_ledger test_ledger_dlopen test_ledger_py
+LEDGER_TEST_NAMES := test_ledger test_ledger_dlopen test_ledger_py test_ledger_unwind
 LEDGER_TEST_BINS := $(LEDGER_TEST_NAMES:%=$(BUILD)/tests/unit/%)
 $(LEDGER_TEST_NAMES:%=$(BUILD)/obj/tests/unit/%.o): INC := $(LEDGER_INC)
 

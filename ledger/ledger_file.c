@@ -2,9 +2,10 @@
  * base/ledger_format.h).
  *
  * Owns: the file (its path, its mapped segments, the chunks carved from them), each shard's slot
- * table, the append chunks of stacks and modules, the module map, the device figures.  Another
- * interned table (Python frames, say) is one more app_t of its own chunk kind: app_add() frames
- * and commits its entries, tools/ledger_read.c's read_append() walks them.
+ * table, the append chunks of stacks, modules and Python frames, the module map, the device
+ * figures, and the header's identity (npupool's version and object, the runtime's).  Another
+ * interned table is one more app_t of its own chunk kind: app_add() frames and commits its
+ * entries, tools/ledger_read.c's read_append() walks them.
  *
  * Space: the file grows by segments, each reserved with fallocate and mapped shared at once (then
  * the descriptor is closed); chunks are carved from the last segment back to back, 64-byte
@@ -20,12 +21,22 @@
  * stops at the first object); when one was, the loaded objects are read and every one that is not
  * the latest entry for its address range is appended, tagged with the first stack id that may
  * refer to it (every stack not yet checked).
+ * Python frames: the Python frame table (ledger_py_table.c) hands each frame it interns to
+ * ledger_file_pyframe_added, under its lock, in id order; like a stack, a frame is appended once,
+ * and a new file (a fork child's) starts with every frame interned so far.  A stack holding a
+ * frame is interned after the frame, so its entry follows the frame's.
+ * Identity: the header names the npupool that writes it (version, libnpupool.so's path and build
+ * id, learnt at ledger_file_open) and, once the shim knows it (ledger_file_runtime: at the first
+ * allocation at the latest), the runtime library; both are kept in lf for a fork child's file.
  * Invariants: header.chunk_end covers only complete chunk headers; every mapped slot is FREE,
  * WRITING or committed; a shard's `mapped` slots all lie in mapped segments of the current file;
  * lf.stacks_known = the highest stack id interned (all of 1..it are in the file unless space ran
- * out, which header.stacks_lost counts).
- * Locking: lf.lock (the file lock, a leaf) guards lf; msh[k] is guarded by shard k's lock (the
- * caller's); the flags the hooks read without a lock are atomics.
+ * out, which header.stacks_lost counts; written under the stack table's lock, read under the
+ * file lock); lf.py_known likewise for Python frames (header.pyframes_lost; the Python frame
+ * table's lock).
+ * Locking: lf.lock (the file lock, a leaf: taken under the stack table's, the Python frame
+ * table's or a shard's lock) guards lf; msh[k] is guarded by shard k's lock (the caller's); the
+ * flags the hooks read without a lock are atomics.
  */
 #define _GNU_SOURCE
 #include "ledger_file.h"
@@ -44,11 +55,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buildid.h"
 #include "clock.h"
 #include "fmt.h"
+#include "ledger_internal.h"
 #include "log.h"
 #include "path.h"
 #include "rank.h"
+#include "version.h"
 
 #define SEG_MIN ((uint64_t)256 << 10)    /* smallest segment, bytes */
 #define SEG_MAX ((uint64_t)32 << 20)     /* largest segment, bytes */
@@ -59,6 +73,10 @@
 #define APPEND_MAX ((uint64_t)1 << 20)   /* bytes of the largest */
 #define NAME_TRIES 100                   /* PATH, PATH.1, ... PATH.99: an existing file is kept */
 #define ENTRY_MAX (16u + sizeof(lfmt_module_t) + LFMT_MAX_BUILD_ID + LFMT_MAX_PATH + 16u)
+#define PYFRAME_MAX (sizeof(lfmt_pyframe_t) + 2 * LFMT_MAX_PY_NAME) /* a PYFRAMES payload */
+
+_Static_assert(16u + PYFRAME_MAX + 16u <= ENTRY_MAX, "a Python frame entry fits app_add's buffer");
+_Static_assert(LEDGER_MAX_DEPTH <= LFMT_MAX_DEPTH, "every stack fits a stack entry whole");
 
 enum lf_state {
     LF_OFF = 0,     /* no file (none configured, none could be made, or a child without %p) */
@@ -72,9 +90,9 @@ typedef struct seg {
     uint64_t len; /* bytes */
 } seg_t;
 
-/* An append chunk being filled (stacks, modules; Python frames would be one more). */
+/* An append chunk being filled (stacks, modules, Python frames). */
 typedef struct app {
-    uint16_t kind;     /* LFMT_KIND_STACKS / LFMT_KIND_MODULES */
+    uint16_t kind;     /* LFMT_KIND_STACKS / LFMT_KIND_MODULES / LFMT_KIND_PYFRAMES */
     char *data;        /* first entry byte (after the chunk header), NULL = no chunk yet */
     uint64_t used;     /* bytes of entries written */
     uint64_t cap;      /* bytes available for entries */
@@ -115,18 +133,24 @@ static struct {
     uint64_t file_bytes;     /* bytes reserved */
     app_t stacks;            /* the stacks being appended */
     app_t modules;           /* the modules being appended */
+    app_t pyframes;          /* the Python frames being appended */
     lfmt_device_chunk_t *devfig[LFMT_DEVICE_SLOTS]; /* figures per device (64 = unknown) */
-    uint32_t stacks_known;   /* atomic: highest stack id interned (written under the stack
-                                  table's lock, read under the file lock) */
-    uint32_t stacks_written; /* highest stack id written to the current file */
-    module_list_t mods;      /* every module entry written, in order */
-    uint64_t adds, subs;     /* the loader's counters at the last module refresh */
-    uint64_t fork_seq;       /* in a fork child: ledger_last_seq() at the fork */
-    int fork_child;          /* 1 in a fork child */
-    char exe[PATH_MAX];      /* /proc/self/exe, for the main program's module entry */
+    uint32_t stacks_known;          /* atomic: highest stack id interned (see Invariants) */
+    uint32_t stacks_written;        /* highest stack id written to the current file */
+    uint32_t py_known;              /* atomic: highest Python frame id interned (likewise) */
+    uint32_t py_written;            /* highest Python frame id written to the current file */
+    char version[LFMT_MAX_VERSION]; /* npupool's version, for every header */
+    lfmt_library_t self;            /* libnpupool.so (the object holding this code), committed */
+    lfmt_library_t runtime;         /* the runtime library, committed; check 0 = not known yet */
+    module_list_t mods;             /* every module entry written, in order */
+    uint64_t adds, subs;            /* the loader's counters at the last module refresh */
+    uint64_t fork_seq;              /* in a fork child: ledger_last_seq() at the fork */
+    int fork_child;                 /* 1 in a fork child */
+    char exe[PATH_MAX];             /* /proc/self/exe, for the main program's module entry */
 } lf = {.lock = PTHREAD_MUTEX_INITIALIZER,
         .stacks.kind = LFMT_KIND_STACKS,
-        .modules.kind = LFMT_KIND_MODULES};
+        .modules.kind = LFMT_KIND_MODULES,
+        .pyframes.kind = LFMT_KIND_PYFRAMES};
 
 ledger_file_shard_t ledger_file_shards[LEDGER_SHARDS];
 #define msh ledger_file_shards
@@ -138,6 +162,7 @@ static uint64_t lf_adds = UINT64_MAX, lf_subs;  /* atomic copies of lf.adds / lf
 static lfmt_header_t *lf_pub_hdr;               /* atomic: the header, for signal handlers */
 static const char *lf_pub_path;                 /* atomic: the path, for signal handlers */
 static uint64_t dev_last_ns[LFMT_DEVICE_SLOTS]; /* atomic: last figures per device */
+static int lf_runtime_known;                    /* atomic: lf.runtime holds the runtime */
 
 static void set_mirroring(int on)
 {
@@ -355,6 +380,58 @@ static void module_write_locked(const module_t *m)
     app_add(&lf.modules, m->first_stack, buf, sizeof h + m->bid_len + plen);
 }
 
+/* Cut a UTF-8 text of n bytes to at most cap bytes, at a character boundary. */
+static size_t utf8_cut(const char *s, size_t n, size_t cap)
+{
+    if (n <= cap) return n;
+    n = cap;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) n--; /* s[n] continues a character */
+    return n;
+}
+
+static void pyframe_write_locked(uint32_t id, const char *file, const char *function, uint32_t line)
+{
+    char buf[PYFRAME_MAX];
+    size_t flen = utf8_cut(file, strlen(file), LFMT_MAX_PY_NAME);
+    size_t nlen = utf8_cut(function, strlen(function), LFMT_MAX_PY_NAME);
+    lfmt_pyframe_t h = {line, (uint16_t)flen, (uint16_t)nlen};
+    memcpy(buf, &h, sizeof h);
+    memcpy(buf + sizeof h, file, flen);
+    memcpy(buf + sizeof h + flen, function, nlen);
+    if (app_add(&lf.pyframes, id, buf, sizeof h + flen + nlen) != 0 && lf.hdr)
+        __atomic_fetch_add(&lf.hdr->pyframes_lost, 1, __ATOMIC_RELAXED);
+}
+
+/* Python frame `id` as the table holds it (a new file copies every frame interned so far). */
+static void pyframe_copy_locked(uint32_t id)
+{
+    const char *file, *function;
+    uint32_t line;
+    if (ledger_py_table_get(id, &file, &function, &line))
+        pyframe_write_locked(id, file, function, line);
+    else if (lf.hdr) /* never: ids up to py_known are published */
+        __atomic_fetch_add(&lf.hdr->pyframes_lost, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- identity ------------------------------------------------------------------------------ */
+
+/* A committed identity of the object at `path` with build id `hex` (NULL or "" = none). */
+static void library_fill(lfmt_library_t *l, const char *path, const char *hex)
+{
+    memset(l, 0, sizeof *l);
+    size_t n = strlen(path);
+    if (n < sizeof l->path) memcpy(l->path, path, n); /* a longer one: not stored (no lie) */
+    if (hex && strlen(hex) < sizeof l->build_id) memcpy(l->build_id, hex, strlen(hex));
+    l->check = lfmt_library_check(l);
+}
+
+/* Store a committed identity where a reader may be looking: the fields, then the check word. */
+static void library_put(lfmt_library_t *dst, const lfmt_library_t *src)
+{
+    memcpy((char *)dst + 8, (const char *)src + 8, sizeof *src - 8);
+    __atomic_store_n(&dst->check, src->check, __ATOMIC_RELEASE);
+}
+
 /* ---- the module map ------------------------------------------------------------------------- */
 
 static void module_list_free(module_list_t *l)
@@ -557,6 +634,9 @@ static void header_fill(lfmt_header_t *h, const char *path)
     read_small("/proc/self/cmdline", h->cmdline, sizeof h->cmdline);
     copy_text(h->path, sizeof h->path, path);
     if (lf.config) copy_text(h->config, sizeof h->config, lf.config);
+    copy_text(h->version, sizeof h->version, lf.version);
+    h->npupool = lf.self;
+    h->runtime = lf.runtime; /* check 0 until the shim names it */
     h->flags = lf.fork_child ? LFMT_F_FORK_CHILD : 0;
 }
 
@@ -618,10 +698,14 @@ static int file_create_locked(const module_list_t *scan)
     lf.seg_used = hdr_size;
     lf.hdr = h;
     chunk_end_set(hdr_size);
-    lf.stacks.data = lf.modules.data = NULL;
-    lf.stacks.next_cap = lf.modules.next_cap = 0;
+    lf.stacks.data = lf.modules.data = lf.pyframes.data = NULL;
+    lf.stacks.next_cap = lf.modules.next_cap = lf.pyframes.next_cap = 0;
     memset(lf.devfig, 0, sizeof lf.devfig);
     lf.state = LF_ACTIVE;
+    /* the Python frames first: the stacks below may hold them */
+    uint32_t py = __atomic_load_n(&lf.py_known, __ATOMIC_ACQUIRE);
+    for (uint32_t id = 1; id <= py; id++) pyframe_copy_locked(id);
+    lf.py_written = py;
     uint32_t known = __atomic_load_n(&lf.stacks_known, __ATOMIC_RELAXED);
     for (uint32_t id = 1; id <= known; id++) {
         const uintptr_t *frames;
@@ -659,7 +743,11 @@ LEDGER_FILE_HIDDEN int ledger_file_open(const ledger_config_t *cfg)
     dl_iterate_phdr(counts_cb, &c);
     module_list_t scan = {0};
     dl_iterate_phdr(module_scan_cb, &scan); /* before the file lock: the loader's lock alone */
+    char bid[BUILDID_HEX_MAX], self[LFMT_MAX_PATH];
+    buildid_of_address((const void *)&ledger_file_open, bid, sizeof bid, self, sizeof self);
     pthread_mutex_lock(&lf.lock);
+    copy_text(lf.version, sizeof lf.version, version_string());
+    library_fill(&lf.self, self, bid);
     int made = file_create_locked(&scan) == 0;
     if (made) {
         lf.adds = c.adds;
@@ -769,6 +857,41 @@ LEDGER_FILE_HIDDEN void ledger_file_stack_added(uint32_t id, const uintptr_t *fr
     pthread_mutex_unlock(&lf.lock);
 }
 
+/* ---- Python frames ---------------------------------------------------------------------------- */
+
+LEDGER_FILE_HIDDEN void ledger_file_pyframe_added(uint32_t id, const char *file,
+                                                  const char *function, uint32_t line)
+{
+    __atomic_store_n(&lf.py_known, id, __ATOMIC_RELEASE); /* after the table published it */
+    if (!__atomic_load_n(&lf_configured, __ATOMIC_RELAXED)) return;
+    pthread_mutex_lock(&lf.lock);
+    if (lf.state == LF_ACTIVE && id > lf.py_written) { /* else the file was made with it */
+        pyframe_write_locked(id, file, function, line);
+        lf.py_written = id;
+    }
+    pthread_mutex_unlock(&lf.lock);
+}
+
+/* ---- the runtime ------------------------------------------------------------------------------ */
+
+int ledger_file_runtime_known(void) { return __atomic_load_n(&lf_runtime_known, __ATOMIC_ACQUIRE); }
+
+void ledger_file_runtime(const char *library, const char *build_id)
+{
+    if (!library || !library[0] || !__atomic_load_n(&lf_configured, __ATOMIC_RELAXED)) return;
+    lfmt_library_t *id = malloc(sizeof *id); /* 4 KiB: not on a guest thread's stack */
+    if (!id) return;
+    library_fill(id, library, build_id);
+    pthread_mutex_lock(&lf.lock);
+    if (!lf.runtime.check) {
+        lf.runtime = *id;
+        if (lf.state == LF_ACTIVE && lf.hdr) library_put(&lf.hdr->runtime, id);
+        __atomic_store_n(&lf_runtime_known, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&lf.lock);
+    free(id);
+}
+
 /* ---- device figures, death, exit -------------------------------------------------------------- */
 
 static unsigned device_slot(int64_t device)
@@ -862,7 +985,7 @@ static void file_drop_locked(void)
     lf.nsegs = 0;
     lf.seg_used = lf.file_bytes = 0;
     lf.hdr = NULL;
-    lf.stacks.data = lf.modules.data = NULL;
+    lf.stacks.data = lf.modules.data = lf.pyframes.data = NULL;
     memset(lf.devfig, 0, sizeof lf.devfig);
     for (unsigned k = 0; k < LEDGER_SHARDS; k++) msh[k].mapped = msh[k].next_slots = 0;
     memset(dev_last_ns, 0, sizeof dev_last_ns);

@@ -1,7 +1,7 @@
 /* ledger/ledger_file.h — the ledger file: the live records, the interned stacks and what is needed
  * to read them later, mirrored into a file mapped shared, so that `npupool recover` can tell what
  * a process held when it died in any way (SIGKILL, the OOM killer, a fault, a hang).
- * Format: base/ledger_format.h ("npupool-ledger/1").  Names: ledger_file_*.
+ * Format: base/ledger_format.h ("npupool-ledger/2").  Names: ledger_file_*.
  *
  * Contract:
  *   - Off unless ledger_init() gets a pattern (NPUPOOL_LEDGER_FILE): then every hook below costs
@@ -18,9 +18,13 @@
  *     pattern gives the child another path (%p), the child starts its own file at its first
  *     allocation, with the stacks and modules but none of the parent's records; else it has none.
  *   - Exit (ledger_file_at_exit): nothing live, the file is removed; else it stays, one line.
- * Locking: the file lock guards the file (segments, chunks, appends, modules, device figures).
- * It is a leaf: taken under the stack table's lock and under a shard's lock, never the other
- * way.  A shard's slot table (which slots are mapped) is guarded by that shard's lock.
+ *   - Identity: the header names the npupool that wrote it (version, libnpupool.so) from the
+ *     start, and the runtime library once the shim names it (ledger_file_runtime).
+ *   - Python frames: every frame the Python frame table interns is appended once (its own
+ *     entry kind), so a stack's Python frames are named in the file as in memory.
+ * Locking: the file lock guards the file (segments, chunks, appends, modules, device figures,
+ * identity).  It is a leaf: taken under the stack table's lock, the Python frame table's lock and
+ * a shard's lock, never the other way.  A shard's slot table (which slots are mapped) is guarded by that shard's lock.
  */
 #ifndef NPUPOOL_LEDGER_FILE_H
 #define NPUPOOL_LEDGER_FILE_H
@@ -98,6 +102,10 @@ LEDGER_FILE_HIDDEN void ledger_file_stack_added(uint32_t id, const uintptr_t *fr
  * inside the capture gate (the loader is not entered during fork). */
 LEDGER_FILE_HIDDEN void ledger_file_stack_seen(uint32_t id);
 LEDGER_FILE_HIDDEN extern uint32_t ledger_file_modules_checked; /* stacks <= it were checked */
+/* Python frame `id` was interned (pre: the Python frame table's lock held, the frame published,
+ * ids in rising order): appended to the file. */
+LEDGER_FILE_HIDDEN void ledger_file_pyframe_added(uint32_t id, const char *file,
+                                                  const char *function, uint32_t line);
 
 static inline void ledger_file_captured(uint32_t id)
 {
@@ -107,6 +115,12 @@ static inline void ledger_file_captured(uint32_t id)
 
 /* ---- for the shim ---------------------------------------------------------------------------- */
 
+/* The runtime library in use (the object defining the real aclrtMalloc: its path and GNU build
+ * id as hex, NULL = none) for the header; only the first call with a library counts, and it is
+ * kept for a fork child's file.  pre: no npupool lock held (takes the file lock). */
+void ledger_file_runtime(const char *library, const char *build_id);
+/* 1 once ledger_file_runtime named the runtime (the shim's one load before it asks). */
+int ledger_file_runtime_known(void);
 /* Path of the file being written, NULL when none.  Async-signal-safe. */
 const char *ledger_file_path(void);
 /* The process is dying of `sig` (a fatal-signal handler): noted in the header.  AS-safe. */

@@ -42,6 +42,9 @@ LEDGER_HIDDEN int ledger_unwind_ready(void); /* 1 once loaded */
  * host memory for a new thread's unwinder state: counted, said once). */
 LEDGER_HIDDEN int ledger_unwind_backtrace(void **buf, int want);
 LEDGER_HIDDEN uint64_t ledger_unwind_skipped(void); /* captures skipped for lack of memory */
+/* 1 when the n bytes at p can be read, asked of the kernel without a descriptor (the answer the
+ * guard gives libunwind's validation pipe). */
+LEDGER_HIDDEN int ledger_unwind_readable(const void *p, size_t n);
 
 /* Python frames (ledger_py.c, contract in ledger_py.h). */
 /* Python frames on (NPUPOOL_PYTHON_FRAMES) or off; on: look for an interpreter now. */

@@ -126,25 +126,19 @@ static uint32_t hot_slot(uintptr_t code, uint64_t where)
 
 int ledger_py_frame(uintptr_t v, ledger_py_frame_t *out)
 {
-    if (!ledger_py_is_frame(v) || (v >> 32 & 0x3fffffffu) != 0) return 0;
-    return ledger_py_table_get((uint32_t)v, &out->file, &out->function, &out->line);
+    uint32_t id = lfmt_py_frame_id(v);
+    return id && ledger_py_table_get(id, &out->file, &out->function, &out->line);
 }
 
 enum ledger_py_seen ledger_py_stack_seen(const uintptr_t *frames, int depth)
 {
-    if (!frames || depth <= 0 || !ledger_py_is_mark(frames[depth - 1])) return LEDGER_PY_SEEN_NONE;
-    uintptr_t s = frames[depth - 1] & ~(LEDGER_PY_TAG | LEDGER_PY_MARK);
-    return s > 0 && s < LEDGER_PY_SEEN_COUNT ? (enum ledger_py_seen)s : LEDGER_PY_SEEN_NONE;
+    if (!frames || depth <= 0) return LEDGER_PY_SEEN_NONE;
+    return (enum ledger_py_seen)lfmt_py_seen_of(frames[depth - 1]);
 }
 
 const char *ledger_py_seen_name(enum ledger_py_seen s)
 {
-    static const char *const names[] = {NULL,
-#define LEDGER_PY_SEEN_NAME(e, word, meaning) word,
-                                        LEDGER_PY_SEEN(LEDGER_PY_SEEN_NAME)
-#undef LEDGER_PY_SEEN_NAME
-    };
-    return (unsigned)s < LEDGER_PY_SEEN_COUNT ? names[s] : NULL;
+    return lfmt_py_seen_name((enum lfmt_py_seen)s);
 }
 
 void ledger_py_status(ledger_py_status_t *out)

@@ -6,7 +6,8 @@
  * the allocating thread's frames, merging them into the native stack) is ledger_py.c's, reached
  * only through ledger_stack_capture().
  *
- * A stack is an array of uintptr_t, innermost first.  Besides return addresses it may hold:
+ * A stack is an array of uintptr_t, innermost first.  Besides return addresses it may hold (the
+ * value space is base/ledger_format.h's LFMT_PY_*, shared with the ledger file and its reader):
  *   - a Python frame: LEDGER_PY_TAG | id (id >= 1, in the low 32 bits), where the interpreter's
  *     evaluation frames were (the way `py-spy --native` and memray show mixed stacks);
  *   - as its last (outermost) element, one mark: LEDGER_PY_TAG | LEDGER_PY_MARK | seen, present
@@ -17,7 +18,9 @@
  * Lifetime and locking: ids are never reused and their strings never freed; readers
  * (ledger_py_frame, ledger_py_stack_seen) take no lock, like ledger_stack_frames.  The tables
  * are separate from the stack table and reached only through these functions, so that they can
- * be stored elsewhere (a file-backed mapping) without touching their users.
+ * be stored elsewhere (a file-backed mapping) without touching their users.  With a ledger file,
+ * every frame interned is also appended to it (ledger_file.h), so `npupool recover` names the
+ * Python frames of a dead process's stacks.
  */
 #ifndef NPUPOOL_LEDGER_PY_H
 #define NPUPOOL_LEDGER_PY_H
@@ -25,29 +28,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LEDGER_PY_TAG ((uintptr_t)1 << 63)  /* a Python value, not a return address */
-#define LEDGER_PY_MARK ((uintptr_t)1 << 62) /* with the tag: the mark of a stack */
+#include "ledger_format.h"
+
+/* The value space is the ledger file's (base/ledger_format.h: LFMT_PY_*), which stores stacks as
+ * they are in memory; these names are the ledger's. */
+#define LEDGER_PY_TAG ((uintptr_t)LFMT_PY_TAG)   /* a Python value, not a return address */
+#define LEDGER_PY_MARK ((uintptr_t)LFMT_PY_MARK) /* with the tag: the mark of a stack */
 
 /* X(ENUM, "word", meaning): which Python frames a capture could see (the report's
- * "python_frames"). */
-// clang-format off
-#define LEDGER_PY_SEEN(X) \
-    X(GIL_HELD, "gil_held", \
-      "the thread held the GIL: its Python frames are in the stack") \
-    X(GIL_RELEASED, "gil_released", \
-      "the main thread had released the GIL in a call from Python (ctypes.CDLL, a torch " \
-      "operator): its Python frames, unchanged until that call returns, are in the stack") \
-    X(NOT_VISIBLE, "not_visible", \
-      "a thread other than the main thread had released the GIL: native frames only (its " \
-      "frames could be freed under npupool at interpreter shutdown)") \
-    X(NO_THREAD_STATE, "no_thread_state", \
-      "the thread has no Python thread state (a C or C++ thread): native frames only") \
-    X(NOT_RUNNING, "not_running", \
-      "the interpreter was not initialised yet or was finalizing: native frames only") \
-    X(UNSUPPORTED, "unsupported", \
-      "an interpreter npupool cannot read (it reads CPython 3.9 to 3.13 with a GIL): native " \
-      "frames only")
-// clang-format on
+ * "python_frames"; the order is the file's). */
+#define LEDGER_PY_SEEN(X) LFMT_PY_SEEN(X)
 
 enum ledger_py_seen {
     LEDGER_PY_SEEN_NONE = 0, /* no mark: no interpreter in the process, or Python frames off */
@@ -56,15 +46,10 @@ enum ledger_py_seen {
 #undef LEDGER_PY_SEEN_ENUM
         LEDGER_PY_SEEN_COUNT
 };
+_Static_assert((int)LEDGER_PY_SEEN_COUNT == (int)LFMT_PY_SEEN_COUNT, "one list");
 
-static inline int ledger_py_is_frame(uintptr_t v)
-{
-    return (v & (LEDGER_PY_TAG | LEDGER_PY_MARK)) == LEDGER_PY_TAG;
-}
-static inline int ledger_py_is_mark(uintptr_t v)
-{
-    return (v & (LEDGER_PY_TAG | LEDGER_PY_MARK)) == (LEDGER_PY_TAG | LEDGER_PY_MARK);
-}
+static inline int ledger_py_is_frame(uintptr_t v) { return lfmt_py_is_frame(v); }
+static inline int ledger_py_is_mark(uintptr_t v) { return lfmt_py_is_mark(v); }
 
 /* One interned Python frame. */
 typedef struct ledger_py_frame {

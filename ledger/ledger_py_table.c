@@ -11,10 +11,12 @@
  * ids (linear probing, load <= 1/2, doubled) that finds an existing entry.
  * Invariants (ledger_py_table_check): every frame names interned strings and is found by its key;
  * every string is found by its text; ids are never reused.
+ * Mirror: a new frame is handed to the ledger file (ledger_file_pyframe_added) under table_lock,
+ * after it is published, so the file gets every frame once and in id order.
  * Locking: table_lock guards the arenas, counters and hash tables.  Readers (get, stats) take no
  * lock: an entry is written, then published with release order (directory slot, then count),
  * and read after an acquire load of the count.  Nothing under the lock calls out of this file
- * except malloc/calloc.
+ * except malloc/calloc and the ledger file's append (its lock is a leaf).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ledger_file.h"
 #include "ledger_internal.h"
 
 #define STR_CHUNK 1024u         /* string pointers per directory chunk */
@@ -214,7 +217,9 @@ LEDGER_HIDDEN uint32_t ledger_py_table_intern(const char *file, const char *func
     pthread_mutex_lock(&pt.lock);
     uint32_t f = str_intern_locked(file, strlen(file));
     uint32_t n = f ? str_intern_locked(function, strlen(function)) : 0;
+    uint32_t had = atomic_load_explicit(&pt.nframes, memory_order_relaxed);
     uint32_t id = n ? frame_intern_locked(f, n, line) : 0;
+    if (id > had) ledger_file_pyframe_added(id, file, function, line); /* new: into the file */
     pthread_mutex_unlock(&pt.lock);
     if (!id) atomic_fetch_add_explicit(&pt.dropped, 1, memory_order_relaxed);
     return id;

@@ -17,8 +17,10 @@
  * close and syscall to guards: pipe2 hands out two descriptor numbers no process can own (negative),
  * and read/write/close/syscall on those numbers never reach the kernel: the "write" is answered by
  * a readability check that needs no descriptor (process_vm_readv of the bytes from this very
- * process; where a seccomp policy refuses it, the address is answered unreadable, so the stack is
- * cut short instead of risking a fault).  Every other descriptor passes through untouched.  The
+ * process; where that call is missing or refused — qemu-user, a seccomp policy — a zero-timeout
+ * FUTEX_WAIT on the first and last word, which reads them or fails with EFAULT).  An answer of
+ * "unreadable" for readable memory is not safe either: aarch64's libunwind 1.6 then walks on
+ * without its checks and reads address 0.  Every other descriptor passes through untouched.  The
  * slots are written once, before any thread can call libunwind; pages under RELRO are made
  * writable for the store and read-only again.  When libunwind imports pipe2 but its slots cannot
  * be rewritten, backtraces stay off (one line): a hang is worse than a missing stack.
@@ -38,6 +40,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -74,13 +77,29 @@ static __thread int t_tls_ready __attribute__((tls_model("initial-exec"))); /* 1
 
 /* ---- the guards ------------------------------------------------------------------------------ */
 
-/* Are the n bytes at p readable?  Asked of the kernel without a descriptor. */
-static int readable(const void *p, size_t n)
+/* Can the kernel read the 4 bytes at the aligned address a?  FUTEX_WAIT reads the word and
+ * compares it: EAGAIN (it differs) or ETIMEDOUT (equal, and a zero timeout) mean readable, EFAULT
+ * means not.  Never blocks, touches no descriptor, and no seccomp policy can refuse futex. */
+static int word_readable(uintptr_t a)
+{
+    struct timespec zero = {0, 0};
+    long r = syscall(SYS_futex, (void *)(a & ~(uintptr_t)3), FUTEX_WAIT_PRIVATE, 0u, &zero, NULL, 0);
+    return r == 0 || errno != EFAULT;
+}
+
+/* Are the n bytes at p readable?  Asked of the kernel without a descriptor: process_vm_readv of
+ * this very process; where that call does not exist or is refused (qemu-user answers ENOSYS, a
+ * seccomp policy EPERM), one futex read of the first and of the last word. */
+LEDGER_HIDDEN int ledger_unwind_readable(const void *p, size_t n)
 {
     char tmp[16];
+    if (n == 0) return 1;
     if (n > sizeof tmp) n = sizeof tmp;
     struct iovec local = {tmp, n}, remote = {(void *)(uintptr_t)p, n};
-    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)n;
+    ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (got == (ssize_t)n) return 1;
+    if (got >= 0 || (errno != ENOSYS && errno != EPERM)) return 0;
+    return word_readable((uintptr_t)p) && word_readable((uintptr_t)p + n - 1);
 }
 
 static int guard_pipe2(int fds[2], int flags)
@@ -103,7 +122,7 @@ static ssize_t guard_read(int fd, void *buf, size_t n)
 static ssize_t guard_write(int fd, const void *buf, size_t n)
 {
     if (fd == GUARD_FD_WRITE || fd == GUARD_FD_READ) {
-        if (readable(buf, n)) return (ssize_t)n;
+        if (ledger_unwind_readable(buf, n)) return (ssize_t)n;
         errno = EFAULT;
         return -1;
     }

@@ -80,7 +80,6 @@ typedef struct reservation {
 } reservation_t;
 
 /* ---- the virtual-memory backing (pool_backing_t over the runtime) ------------------------- */
-static int vmm_ids[NPUPOOL_MAX_DEVICES]; /* vmm_ids[d] == d: the backing's ctx for device d */
 
 static aclrtPhysicalMemProp vmm_prop(int device)
 {
@@ -93,7 +92,7 @@ static aclrtPhysicalMemProp vmm_prop(int device)
 
 static int vmm_phys_alloc(void *ctx, size_t bytes, uint64_t *handle)
 {
-    int device = *(const int *)ctx;
+    int device = (int)(uintptr_t)ctx; /* the backing's ctx is the device id */
     aclrtPhysicalMemProp prop = vmm_prop(device);
     aclrtDrvMemHandle h = NULL;
     aclError rc = REAL(aclrtMallocPhysical)(&h, bytes, &prop, 0);
@@ -105,7 +104,7 @@ static int vmm_phys_alloc(void *ctx, size_t bytes, uint64_t *handle)
 
 static void vmm_phys_free(void *ctx, uint64_t handle)
 {
-    int device = *(const int *)ctx;
+    int device = (int)(uintptr_t)ctx; /* the backing's ctx is the device id */
     aclError rc = REAL(aclrtFreePhysical)((aclrtDrvMemHandle)(uintptr_t)handle);
     wire_counter_add(&shim_devices[device].counters, real_frees, 1);
     if (rc != ACL_SUCCESS)
@@ -115,7 +114,7 @@ static void vmm_phys_free(void *ctx, uint64_t handle)
 
 static int vmm_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
 {
-    int device = *(const int *)ctx;
+    int device = (int)(uintptr_t)ctx; /* the backing's ctx is the device id */
     aclError rc = REAL(aclrtMapMem)((void *)va, bytes, 0, (aclrtDrvMemHandle)(uintptr_t)handle, 0);
     if (rc != ACL_SUCCESS)
         log_debug("device %d: aclrtMapMem of a pool chunk at %p refused (%d)", device, (void *)va,
@@ -125,7 +124,7 @@ static int vmm_map(void *ctx, uintptr_t va, size_t bytes, uint64_t handle)
 
 static int vmm_unmap(void *ctx, uintptr_t va)
 {
-    int device = *(const int *)ctx;
+    int device = (int)(uintptr_t)ctx; /* the backing's ctx is the device id */
     aclError rc = REAL(aclrtUnmapMem)((void *)va);
     if (rc != ACL_SUCCESS)
         log_warn("device %d: the runtime refused to unmap a pool chunk at %p (%d)", device,
@@ -177,8 +176,7 @@ static pool_t *build_vmm_pool(int device, size_t chunk, reservation_t *out)
                  device, rc);
         return NULL;
     }
-    vmm_ids[device] = device;
-    pool_backing_t ops = {.ctx = &vmm_ids[device],
+    pool_backing_t ops = {.ctx = (void *)(uintptr_t)device,
                           .phys_alloc = vmm_phys_alloc,
                           .phys_free = vmm_phys_free,
                           .map = vmm_map,

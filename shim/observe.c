@@ -1,9 +1,10 @@
 /* shim/observe.c — the shim's observers (see observe.h): the ledger (ledger/ledger.h) and its
  * file (ledger/ledger_file.h), the trace recorder (report/trace.h) and the report writer
  * (report/report.h).
- * The ledger file gets from here what only the shim knows: the options (as text, once) and each
+ * The ledger file gets from here what only the shim knows: the options (as text, once), each
  * device's pool figures and counters (at most once a second per device, on the allocating or
- * freeing thread, with no lock held; and at exit).
+ * freeing thread, with no lock held; and at exit), and the runtime library in use, named with
+ * the first figures after it is known (the same answer the reports' "runtime" section gives).
  *
  * Order that matters: a free is forgotten by the ledger and written to the trace BEFORE the block
  * goes back to the pool (observe_forget), so that another thread cannot be handed the same
@@ -13,6 +14,7 @@
  */
 #include "observe.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -58,22 +60,39 @@ static void for_each_option(void *ctx, void (*cb)(void *cbctx, const char *name,
 }
 
 /* The object that defines the real aclrtMalloc, its path and build id: looked for until found
- * (a report before the runtime is loaded says null), then kept.  Reports are serialised by the
- * report lock, the only caller. */
+ * (a report before the runtime is loaded says null), then kept.  Callers: the report writer and
+ * the ledger file's figures (any thread): the first finder publishes (state 0 -> 1 -> 2), the
+ * others wait the few stores it takes; no lock (buildid_of_address takes the loader's).  pre: no
+ * npupool lock held. */
 static void runtime_library(void *ctx, const char **library, const char **build_id)
 {
     static char path[4096], bid[BUILDID_HEX_MAX];
-    static int found;
+    static int state; /* atomic: 0 not found, 1 being published, 2 found */
     (void)ctx;
-    if (!found) {
+    int st = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (st == 0) {
         void *fn = real_get(REAL_aclrtMalloc);
-        if (fn) {
-            buildid_of_address(fn, bid, sizeof bid, path, sizeof path);
-            found = path[0] != 0;
+        char p[sizeof path] = "", b[sizeof bid] = "";
+        if (fn) buildid_of_address(fn, b, sizeof b, p, sizeof p);
+        if (p[0] &&
+            __atomic_compare_exchange_n(&state, &st, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE)) {
+            memcpy(path, p, sizeof path);
+            memcpy(bid, b, sizeof bid);
+            __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
         }
     }
-    *library = found ? path : NULL;
-    *build_id = found && bid[0] ? bid : NULL;
+    while ((st = __atomic_load_n(&state, __ATOMIC_ACQUIRE)) == 1) sched_yield();
+    *library = st == 2 ? path : NULL;
+    *build_id = st == 2 && bid[0] ? bid : NULL;
+}
+
+/* Name the runtime in the ledger file's header once it is known.  pre: no npupool lock held. */
+static void file_runtime(void)
+{
+    if (ledger_file_runtime_known()) return;
+    const char *library, *build_id;
+    runtime_library(NULL, &library, &build_id);
+    if (library) ledger_file_runtime(library, build_id);
 }
 
 static void *glibc_dlsym(void *handle, const char *name)
@@ -142,6 +161,7 @@ static void file_figures(int device)
     WIRE_COUNTERS(FILE_COUNTER)
 #undef FILE_COUNTER
     ledger_file_device_put(&f);
+    file_runtime(); /* the first figures come after the device's first allocation */
 }
 
 static void file_figures_cb(void *ctx, int device, pool_t *pool, const wire_counters_t *counters)

@@ -1,12 +1,17 @@
 /* tools/cmd_recover.c — `npupool recover FILE`: the report a process could not write.
  *
  * Owns: turning a ledger file (NPUPOOL_LEDGER_FILE, read by ledger_read.c) into an ordinary
- * report (schema npupool-report/1, trigger `recovered`, docs/report.md): the live records grouped
- * by (device, stack) with counts, bytes and ages; frames symbolized offline from the modules the
- * file names (symfile.c: build ids checked; --root DIR for binaries copied from another machine,
- * --debug-dir for separate debug files); each device's pool figures and counters as last
- * recorded; and a `recovered` section: what happened to the process (died of a signal, exited,
- * still running, gone without a word: SIGKILL or the OOM killer), how many slots were torn.
+ * report (schema npupool-report/1, trigger `recovered`, docs/report.md): which npupool wrote the
+ * file and which runtime the process used (the `npupool` and `runtime` sections, as the writer
+ * recorded them: never this command's own version); the live records grouped by (device, stack)
+ * with counts, bytes and ages; native frames symbolized offline from the modules the file names
+ * (symfile.c: build ids checked; --root DIR for binaries copied from another machine,
+ * --debug-dir for separate debug files), Python frames named from the file's Python frame
+ * entries and written as a live report writes them (report_json.c: function, file, line,
+ * "python": true; the stack's mark becomes "python_frames"); each device's pool figures and
+ * counters as last recorded; and a `recovered` section: what happened to the process (died of a
+ * signal, exited, still running, gone without a word: SIGKILL or the OOM killer), how many slots
+ * were torn.
  * A running process's file can be read too: a read that found torn slots (caught mid-write) is
  * taken again, up to RETRIES times, and the one with the fewest kept.
  * Ages are measured to the moment of death when the fatal-signal handler noted it, to the exit
@@ -165,6 +170,29 @@ static void time_item(cJSON *o, const char *k, const lfmt_header_t *h, uint64_t 
 
 /* ---- sections --------------------------------------------------------------------------------- */
 
+/* Which npupool wrote the file: its version (always recorded; "unknown" only for a damaged
+ * header), libnpupool.so's path and build id. */
+static cJSON *build_npupool(const ledger_read_t *r)
+{
+    const lfmt_library_t *l = &r->hdr.npupool;
+    cJSON *o = cJSON_CreateObject();
+    str(o, "version", r->hdr.version[0] ? r->hdr.version : "unknown");
+    str(o, "build_id", r->have_npupool && l->build_id[0] ? l->build_id : NULL);
+    str(o, "library", r->have_npupool && l->path[0] ? l->path : NULL);
+    return o;
+}
+
+/* Which runtime library the process used: null when the file never learnt it (no allocation
+ * reached the runtime before the death) or caught it being written. */
+static cJSON *build_runtime(const ledger_read_t *r)
+{
+    const lfmt_library_t *l = &r->hdr.runtime;
+    cJSON *o = cJSON_CreateObject();
+    str(o, "library", r->have_runtime && l->path[0] ? l->path : NULL);
+    str(o, "build_id", r->have_runtime && l->build_id[0] ? l->build_id : NULL);
+    return o;
+}
+
 static cJSON *build_process(const ledger_read_t *r, uint64_t ref_ns)
 {
     const lfmt_header_t *h = &r->hdr;
@@ -298,6 +326,28 @@ static cJSON *build_devices(const ledger_read_t *r, const site_t *sites, size_t 
     return arr;
 }
 
+/* A Python frame, as a live report writes it; one whose entry the file lacks (space ran out, or
+ * torn) keeps its place with no function and the file "<unknown>". */
+static cJSON *python_frame(const ledger_read_t *r, uint32_t id, sym_stats_t *st)
+{
+    const ledger_read_pyframe_t *p = ledger_read_pyframe(r, id);
+    st->frames++;
+    st->resolved += p != NULL;
+    cJSON *f = cJSON_CreateObject();
+    str(f, "function", p ? p->function : NULL);
+    cJSON_AddNullToObject(f, "module");
+    cJSON_AddNullToObject(f, "offset");
+    str(f, "file", p ? p->file : "<unknown>");
+    if (p && p->line > 0)
+        num(f, "line", p->line);
+    else
+        cJSON_AddNullToObject(f, "line");
+    cJSON_AddNullToObject(f, "build_id");
+    cJSON_AddNullToObject(f, "address");
+    cJSON_AddBoolToObject(f, "python", 1);
+    return f;
+}
+
 static cJSON *build_frames(const ledger_read_t *r, uint32_t stack_id, symfile_t *sf,
                            sym_stats_t *st)
 {
@@ -305,6 +355,12 @@ static cJSON *build_frames(const ledger_read_t *r, uint32_t stack_id, symfile_t 
     const ledger_read_stack_t *s = ledger_read_stack(r, stack_id);
     for (uint32_t i = 0; s && i < s->depth; i++) {
         uint64_t pc = r->frames[s->first + i];
+        if (lfmt_py_is_mark(pc)) continue; /* said by "python_frames" */
+        uint32_t py = lfmt_py_frame_id(pc);
+        if (py) {
+            cJSON_AddItemToArray(arr, python_frame(r, py, st));
+            continue;
+        }
         const ledger_read_module_t *m = ledger_read_module_of(r, stack_id, pc);
         uint64_t offset = m ? pc - 1 - m->base : (pc ? pc - 1 : 0);
         const char *fn = NULL, *file = NULL;
@@ -356,6 +412,11 @@ static cJSON *build_leaks(const ledger_read_t *r, const site_t *sites, size_t n,
         unum(g, "count", s->count);
         unum(g, "bytes", s->bytes);
         cJSON_AddItemToObject(o, "frames", build_frames(r, s->stack_id, sf, st));
+        /* which Python frames the capture could see: the stack's mark (absent without one) */
+        const ledger_read_stack_t *stk = ledger_read_stack(r, s->stack_id);
+        const char *seen =
+            stk ? lfmt_py_seen_name(lfmt_py_seen_of(r->frames[stk->first + stk->depth - 1])) : NULL;
+        if (seen) str(o, "python_frames", seen);
         cJSON_AddItemToArray(arr, o);
     }
     return arr;
@@ -398,6 +459,8 @@ static cJSON *build_recovered(const ledger_read_t *r, const char *path, enum pro
     cJSON_AddBoolToObject(o, "fork_child", (h->flags & LFMT_F_FORK_CHILD) != 0);
     unum(o, "parent_pid", h->ppid > 0 ? (uint64_t)h->ppid : 0);
     unum(o, "modules", r->nmods);
+    unum(o, "python_frames", r->npyframes);
+    unum(o, "python_frames_lost", h->pyframes_lost);
     unum(o, "file_bytes", r->file_size);
     str(o, "damaged", r->damaged ? r->why : NULL);
     return o;
@@ -516,6 +579,8 @@ static int run(const cli_cmd_t *cmd, const cli_args_t *a)
     str(doc, "trigger", wire_trigger_name(WIRE_TRIGGER_RECOVERED));
     num(doc, "trigger_device", -1);
     unum(doc, "sequence", 1);
+    cJSON_AddItemToObject(doc, "npupool", build_npupool(&r));
+    cJSON_AddItemToObject(doc, "runtime", build_runtime(&r));
     cJSON_AddItemToObject(doc, "process", build_process(&r, ref));
     cJSON_AddItemToObject(doc, "config", build_config(&r));
     cJSON_AddItemToObject(doc, "ledger", build_ledger(&r));

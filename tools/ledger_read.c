@@ -4,9 +4,11 @@
  * and byte order, check word, format name, record size) and copied; then the chunks are walked
  * from the end of the header to its chunk_end, each header copied and checked before its size is
  * believed.  Record chunks: each 64-byte slot copied, then free (check 0), live (check = hash of
- * the copy) or torn (anything else).  Append chunks (stacks, modules): entries copied one by one;
- * a zero size ends the chunk, a check that does not match is the torn last entry.  Device
- * chunks: the current copy, else the other one, each with its check.
+ * the copy) or torn (anything else).  Append chunks (stacks, modules, Python frames): entries
+ * copied one by one; a zero size ends the chunk, a check that does not match is the torn last
+ * entry.  Device chunks: the current copy, else the other one, each with its check.  The header's
+ * identities (npupool, the runtime): used when their check words match (the runtime's may be
+ * caught being written: torn).
  * Damage stops the walk at the first violation (fail()); what was read before it stays.
  */
 #include "ledger_read.h"
@@ -29,6 +31,7 @@ typedef struct rd {
     size_t cap_stacks;        /* ... of r->stacks */
     size_t cap_frames;        /* ... of r->frames */
     size_t cap_mods;          /* ... of r->mods */
+    size_t cap_py;            /* ... of r->pyframes */
     int oom;                  /* host memory ran out */
 } rd_t;
 
@@ -126,12 +129,63 @@ static int add_stack(rd_t *d, uint64_t at, uint32_t id, const unsigned char *pay
     return 0;
 }
 
+/* The exact length of a payload padded to 8 bytes (`len`) whose fields say it holds `exact`:
+ * `exact` when the padding fits, else `len` (the caller's size check then fails). */
+static uint32_t unpadded(uint32_t len, uint64_t exact)
+{
+    return exact <= len && len - exact < 8 ? (uint32_t)exact : len;
+}
+
+/* A malloc'ed copy of n bytes as a string (a NUL inside ends it); NULL when memory ran out. */
+static char *text_copy(rd_t *d, const unsigned char *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (!s) {
+        d->oom = 1;
+        return NULL;
+    }
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+static int add_pyframe(rd_t *d, uint64_t at, uint32_t id, const unsigned char *payload,
+                       uint32_t len)
+{
+    lfmt_pyframe_t h;
+    if (len < sizeof h) return fail(d, at, "a Python frame entry too short");
+    memcpy(&h, payload, sizeof h);
+    len = unpadded(len, sizeof h + (uint64_t)h.file_len + h.function_len);
+    if (id == 0 || h.file_len > LFMT_MAX_PY_NAME || h.function_len > LFMT_MAX_PY_NAME ||
+        len != sizeof h + (uint32_t)h.file_len + h.function_len)
+        return fail(d, at,
+                    "Python frame %u: names of %u and %u bytes do not match its entry (or id 0)",
+                    id, h.file_len, h.function_len);
+    ledger_read_t *r = d->r;
+    if (r->npyframes && r->pyframes[r->npyframes - 1].id >= id)
+        return fail(d, at, "Python frame %u after Python frame %u: ids must rise", id,
+                    r->pyframes[r->npyframes - 1].id);
+    if (grow(d, (void **)&r->pyframes, &d->cap_py, r->npyframes, sizeof *r->pyframes) != 0)
+        return -1;
+    ledger_read_pyframe_t *f = &r->pyframes[r->npyframes];
+    *f = (ledger_read_pyframe_t){.id = id, .line = h.line};
+    f->file = text_copy(d, payload + sizeof h, h.file_len);
+    f->function = f->file ? text_copy(d, payload + sizeof h + h.file_len, h.function_len) : NULL;
+    if (!f->function) {
+        free(f->file);
+        return -1;
+    }
+    r->npyframes++;
+    return 0;
+}
+
 static int add_module(rd_t *d, uint64_t at, uint32_t first, const unsigned char *payload,
                       uint32_t len)
 {
     lfmt_module_t h;
     if (len < sizeof h) return fail(d, at, "a module entry too short");
     memcpy(&h, payload, sizeof h);
+    len = unpadded(len, sizeof h + (uint64_t)h.build_id_len + h.path_len);
     if (h.build_id_len > LFMT_MAX_BUILD_ID || h.path_len == 0 || h.path_len > LFMT_MAX_PATH ||
         len != sizeof h + h.build_id_len + h.path_len || h.lo >= h.hi)
         return fail(d, at,
@@ -151,13 +205,8 @@ static int add_module(rd_t *d, uint64_t at, uint32_t first, const unsigned char 
         m->build_id[2 * i] = hex[payload[sizeof h + i] >> 4];
         m->build_id[2 * i + 1] = hex[payload[sizeof h + i] & 15];
     }
-    m->path = malloc(h.path_len + 1);
-    if (!m->path) {
-        d->oom = 1;
-        return -1;
-    }
-    memcpy(m->path, payload + sizeof h + h.build_id_len, h.path_len);
-    m->path[h.path_len] = 0; /* a NUL inside ends it */
+    m->path = text_copy(d, payload + sizeof h + h.build_id_len, h.path_len);
+    if (!m->path) return -1;
     r->nmods++;
     return 0;
 }
@@ -182,20 +231,14 @@ static int read_append(rd_t *d, uint64_t off, const lfmt_chunk_t *c)
             d->r->torn_entries++; /* the last entry, caught between its stores */
             break;
         }
+        /* the payload is padded to 8 bytes: a module's or a Python frame's exact length comes
+         * from its fields */
         uint32_t len = h.size - (uint32_t)sizeof h - 8;
         const unsigned char *payload = e + sizeof h;
-        /* the payload was padded to 8 bytes: a module's exact length comes from its fields */
-        if (c->kind == LFMT_KIND_STACKS) {
-            if (add_stack(d, p, h.tag, payload, len) != 0) return -1;
-        } else {
-            lfmt_module_t m;
-            if (len >= sizeof m) {
-                memcpy(&m, payload, sizeof m);
-                uint64_t exact = sizeof m + (uint64_t)m.build_id_len + m.path_len;
-                if (exact <= len && len - exact < 8) len = (uint32_t)exact;
-            }
-            if (add_module(d, p, h.tag, payload, len) != 0) return -1;
-        }
+        int rc = c->kind == LFMT_KIND_STACKS    ? add_stack(d, p, h.tag, payload, len)
+                 : c->kind == LFMT_KIND_MODULES ? add_module(d, p, h.tag, payload, len)
+                                                : add_pyframe(d, p, h.tag, payload, len);
+        if (rc != 0) return -1;
         p += h.size;
     }
     if (c->kind == LFMT_KIND_STACKS) d->r->stack_bytes += c->size;
@@ -264,7 +307,8 @@ static int walk(rd_t *d, uint64_t off, uint64_t end)
         switch (c.kind) {
         case LFMT_KIND_RECORDS: rc = read_records(d, off, &c); break;
         case LFMT_KIND_STACKS:
-        case LFMT_KIND_MODULES: rc = read_append(d, off, &c); break;
+        case LFMT_KIND_MODULES:
+        case LFMT_KIND_PYFRAMES: rc = read_append(d, off, &c); break;
         case LFMT_KIND_DEVICE: rc = read_device(d, off, &c); break;
         case LFMT_KIND_PAD: break;
         case LFMT_KIND_HEADER: rc = fail(d, off, "a second header"); break;
@@ -274,6 +318,21 @@ static int walk(rd_t *d, uint64_t off, uint64_t end)
         off += c.size;
     }
     return 0;
+}
+
+/* 1 when an identity is committed (its check word matches), its texts then ended; else it is
+ * cleared (not known, or torn). */
+static int library_ok(lfmt_library_t *l)
+{
+    int ok = l->check && l->check == lfmt_library_check(l);
+    if (!ok) memset(l, 0, sizeof *l);
+    l->build_id[sizeof l->build_id - 1] = l->path[sizeof l->path - 1] = 0;
+    for (char *p = l->build_id; *p; p++) /* hex only, as every report's build ids */
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) {
+            l->build_id[0] = 0;
+            break;
+        }
+    return ok;
 }
 
 static int read_header(rd_t *d)
@@ -312,10 +371,16 @@ static int read_header(rd_t *d)
     if (h->record_size != sizeof(lfmt_record_t) || h->shards == 0 || h->shards > 65536)
         return fail(d, 0, "record size %u, %u shards: not this format's", h->record_size,
                     h->shards);
+    /* the identities, checked as stored; the runtime's may be caught being written (torn) */
+    int runtime_written = h->runtime.check != 0;
+    r->have_npupool = library_ok(&h->npupool);
+    r->have_runtime = library_ok(&h->runtime);
+    if (runtime_written && !r->have_runtime) r->torn_entries++;
     /* the texts are written once, at creation: make sure each ends */
     h->boot_id[sizeof h->boot_id - 1] = h->hostname[sizeof h->hostname - 1] = 0;
     h->exe[sizeof h->exe - 1] = h->cmdline[sizeof h->cmdline - 1] = 0;
     h->path[sizeof h->path - 1] = h->config[sizeof h->config - 1] = 0;
+    h->version[sizeof h->version - 1] = 0;
     return (int)c.size;
 }
 
@@ -329,6 +394,19 @@ static int stack_cmp(const void *k, const void *e)
 const ledger_read_stack_t *ledger_read_stack(const ledger_read_t *r, uint32_t id)
 {
     return r->nstacks ? bsearch(&id, r->stacks, r->nstacks, sizeof *r->stacks, stack_cmp) : NULL;
+}
+
+static int pyframe_cmp(const void *k, const void *e)
+{
+    uint32_t id = *(const uint32_t *)k;
+    const ledger_read_pyframe_t *f = e;
+    return id < f->id ? -1 : id > f->id;
+}
+
+const ledger_read_pyframe_t *ledger_read_pyframe(const ledger_read_t *r, uint32_t id)
+{
+    return r->npyframes ? bsearch(&id, r->pyframes, r->npyframes, sizeof *r->pyframes, pyframe_cmp)
+                        : NULL;
 }
 
 const ledger_read_module_t *ledger_read_module_of(const ledger_read_t *r, uint32_t stack_id,
@@ -410,6 +488,13 @@ void ledger_read_release(ledger_read_t *r)
 {
     for (size_t i = 0; i < r->nmods; i++) free(r->mods[i].path);
     free(r->mods);
+    for (size_t i = 0; i < r->npyframes; i++) {
+        free(r->pyframes[i].file);
+        free(r->pyframes[i].function);
+    }
+    free(r->pyframes);
+    r->pyframes = NULL;
+    r->npyframes = 0;
     free(r->recs);
     free(r->stacks);
     free(r->frames);

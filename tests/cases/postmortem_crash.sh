@@ -3,8 +3,9 @@
 # uncaught C++ exception die with the exit status they have without npupool; in the plain build
 # (no sanitizer runtime owns the fault signals there) npupool's one line names the pid, the signal
 # and the file, and the recovered report says the process died of that signal.  In every build
-# `npupool recover` finds the planted leaks.  An application's own handler is never replaced: a
-# program whose SIGSEGV handler is installed first keeps it (no line).
+# `npupool recover` finds the planted leaks, and names this build's npupool and the fake runtime.
+# An application's own handler is never replaced: a program whose SIGSEGV handler is installed
+# first keeps it (no line).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -38,6 +39,7 @@ crash() { # NAME SIGNAL PROG ARGS...: compare with the run without npupool, then
         [ "$tag" = SITE ] && sites+=(--site "$fn:$count:$bytes:$line:$src")
     done <out
     check_reports rec.json --trigger recovered --only "${sites[@]}" || fail "$name: recovered report"
+    identity_is rec.json || fail "$name: the recovered npupool/runtime sections"
     if [ "$VARIANT" = plain ]; then
         jq -e --arg sig "$sig" '.recovered.process == "died" and .recovered.death_signal == $sig
             and .recovered.death_time != null' rec.json >/dev/null \

@@ -2,7 +2,8 @@
 # The ledger file's module map follows dlopen/dlclose: a library loaded after npupool started
 # leaks, is unloaded, and another is loaded (usually at the same address) and leaks too; after
 # SIGKILL, `recover` names each leak in its own library (the stacks made before the second load
-# keep the first library; an in-process report could only see the second).  And the module-map
+# keep the first library; an in-process report could only see the second), and names this
+# build's npupool and the fake runtime (identity_is).  And the module-map
 # refresh, which enters the loader, never deadlocks with threads allocating while another thread
 # dlopen()s and dlclose()s a library that allocates from its constructor (dlopen_stress).
 . "$ROOT/tests/lib.sh"
@@ -24,6 +25,7 @@ while read -r tag fn count bytes line src; do
 done <out
 [ "${#sites[@]}" -eq 10 ] || fail "expected 5 SITE lines"
 check_reports rec.json --trigger recovered --only "${sites[@]}" || fail "recovered report"
+identity_is rec.json || fail "the recovered npupool/runtime sections"
 jq -e '([.leaks[] | select(.frames[0].function == "leak_in_a")][0].frames[0].module | endswith("/libpostmortem_a.so"))
    and ([.leaks[] | select(.frames[0].function == "leak_in_b")][0].frames[0].module | endswith("/libpostmortem_b.so"))' \
     rec.json >/dev/null || fail "a leak attributed to the wrong library"

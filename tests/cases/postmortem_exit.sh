@@ -5,7 +5,8 @@
 # runs (`running`, exact sites) and again after kill -9 (`gone`); a fork child writes its own file
 # (%p) with only what it allocated (2 blocks, without stacks: a child captures none), never the
 # parent's; without %p a child keeps no file and the parent's file holds only the parent's
-# allocations.
+# allocations.  Every recovered report names this build's npupool and the fake runtime, a fork
+# child's too (its file is made after the runtime was learnt).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -34,6 +35,7 @@ file=$(ls e-*.ledger) || fail "exit: no ledger file kept"
 # shellcheck disable=SC2046
 check_reports rec.json --trigger recovered --only $(sites_of out) || fail "exit: recovered report"
 jq -e '.recovered.process == "exited"' rec.json >/dev/null || fail "exit: not 'exited'"
+identity_is rec.json || fail "exit: the recovered npupool/runtime sections"
 # 3. an existing file is kept; the next name is taken
 echo "not mine" >fixed.ledger
 NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/fixed.ledger" run_preloaded postmortem exit >out 2>err \
@@ -52,6 +54,7 @@ pid=${pid%.ledger}
 grep -q "pid $pid running" rerr || { cat rerr; fail "hang: not 'running'"; }
 # shellcheck disable=SC2046
 check_reports rec.json --trigger recovered --only $(sites_of out) || fail "hang: recovered report"
+identity_is rec.json || fail "hang: the npupool/runtime sections of a running process's file"
 kill -9 "$pid"
 wait
 "$NP" recover "$file" -o rec.json 2>rerr || fail "hang: recover after kill"
@@ -70,6 +73,7 @@ jq -e '[.leaks[] | [.count, .bytes, .stack_id]] == [[2, 1554, 0]]' child.json >/
     || fail "fork: the child's file holds $(jq -c '[.leaks[] | [.count, .bytes, .stack_id]]' child.json)"
 jq -e '.recovered.fork_child and .recovered.process == "exited"' child.json >/dev/null \
     || fail "fork: child facts $(jq -c .recovered child.json)"
+identity_is child.json || fail "fork: the child's file names another npupool or runtime"
 parent=$(ls f-*.ledger | grep -v "f-$child.ledger")
 "$NP" recover "$parent" -o parent.json 2>/dev/null || fail "fork: recover the parent's file"
 # shellcheck disable=SC2046

@@ -3,8 +3,11 @@
 # SIGKILL (no exit hook, no report, no line can run).  `npupool recover` on its ledger file
 # (NPUPOOL_LEDGER_FILE) names exactly those sites with exact counts, bytes and source lines, and
 # nothing that was freed (the busy temporary allocations); the report is schema-valid and
-# consistent, says the process is gone, and nothing was torn.  Counts scale with the run.  With the
-# binary moved away (another machine), frames stay unnamed, and --root DIR finds it under DIR.
+# consistent, says the process is gone, and nothing was torn; its `npupool` section is the
+# version, path and build id of the libnpupool.so that wrote the file (`npupool version`, readelf),
+# its `runtime` section the fake libascendcl.so and its build id.  Counts scale with the run.
+# With the binary moved away (another machine), frames stay unnamed, and --root DIR finds it
+# under DIR.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -35,6 +38,7 @@ for scale in 1 3; do
     done <out
     [ "${#sites[@]}" -eq 6 ] || fail "the program printed $(( ${#sites[@]} / 2 )) SITE lines, expected 3"
     check_reports rec.json --trigger recovered --only "${sites[@]}" || fail "recovered report (scale $scale)"
+    identity_is rec.json || fail "the recovered npupool/runtime sections (scale $scale)"
     jq -e '.recovered.process == "gone" and .recovered.torn == 0 and .recovered.death_signal == null
            and .recovered.incomplete == false' rec.json >/dev/null || fail "recovered facts: $(jq -c .recovered rec.json)"
     jq -e '[.leaks[] | select(.frames[0].function == "leak_big_global")][0].entry_point == "aclrtMallocAlign32"' \

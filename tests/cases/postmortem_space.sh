@@ -3,7 +3,8 @@
 # past it raises SIGXFSZ, whose default action kills) and on a full file system (a tmpfs of
 # 128 KiB, when this machine lets the test mount one: fallocate fails with ENOSPC), the program
 # runs to its normal end with its normal status; one line says the ledger continues in memory;
-# the file left behind says it is incomplete and `npupool recover` still reads it.  Below the
+# the file left behind says it is incomplete and `npupool recover` still reads it (and the
+# npupool and runtime that wrote it: the header comes first).  Below the
 # size of a header, no file is made at all (one line).  (Reports go to a directory that does not
 # exist, so they fail with a line: the report writer does not guard against RLIMIT_FSIZE.)
 . "$ROOT/tests/lib.sh"
@@ -26,6 +27,7 @@ small() { # DIR LABEL: run `postmortem exit 3` with its ledger file in DIR, in t
     cat rerr
     jq -e '.recovered.incomplete == true and .recovered.process == "exited"' rec.json >/dev/null \
         || fail "$label: recovered facts: $(jq -c .recovered rec.json)"
+    identity_is rec.json || fail "$label: the recovered npupool/runtime sections"
 }
 # 1. a file-size limit of 48 KiB (bash counts ulimit -f in KiB): the header and a few chunks fit
 ( ulimit -f 48 && small "$TMPDIR_CASE" "ulimit -f 48" ) || exit 1
@@ -43,8 +45,8 @@ small() { # DIR LABEL: run `postmortem exit 3` with its ledger file in DIR, in t
 # 3. a full file system: a 128 KiB tmpfs in a private mount namespace
 if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
     mkdir -p "$TMPDIR_CASE/tiny"
-    export -f small fail run_preloaded
-    export PROGS SHIM SANRT TMPDIR_CASE NP STATS
+    export -f small fail run_preloaded identity_is build_id
+    export PROGS SHIM SANRT TMPDIR_CASE NP STATS ABS_BUILD
     unshare -m bash -c 'mount -t tmpfs -o size=128k npupool-tiny "$TMPDIR_CASE/tiny" &&
         small "$TMPDIR_CASE/tiny" "tmpfs of 128 KiB" && cp "$TMPDIR_CASE"/tiny/s-*.ledger "$TMPDIR_CASE/"' \
         || fail "the tmpfs run failed"

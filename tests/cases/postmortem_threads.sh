@@ -2,7 +2,8 @@
 # SIGKILL while 8 threads allocate and free: the recovered report still names the planted sites
 # exactly; the only other site is the threads' churn_site, with at most what the threads can hold
 # at once (8 x 4 blocks); at most one slot per thread was caught mid-write (torn <= 8); the report
-# is schema-valid and consistent (per-device figures = the sum of the leaks).
+# is schema-valid and consistent (per-device figures = the sum of the leaks) and names this
+# build's npupool and the fake runtime.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
 need_ledger
@@ -24,6 +25,7 @@ for round in 1 2 3; do
         [ "$tag" = CHURN ] && threads=$a && per=$b
     done <out
     check_reports rec.json --trigger recovered "${sites[@]}" || fail "recovered report (round $round)"
+    identity_is rec.json || fail "the recovered npupool/runtime sections (round $round)"
     max=$((threads * per))
     jq -e --argjson max "$max" --argjson threads "$threads" '
         ([.leaks[] | select(.frames[0].function | IN("leak_small_static", "leak_big_global",

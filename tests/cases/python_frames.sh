@@ -18,10 +18,6 @@
 python_case_start
 [ -f "$PYHELPER" ] || fail "$PYHELPER is not built"
 
-sites_of() { # the SITE lines of $1 as check_report.py arguments
-    awk '$1 == "SITE" { printf "--pysite %s:%s:%s:%s:%s\n", $2, $3, $4, $5, $6 }' "$1"
-}
-
 for py in $PYS; do
     v=$(python_version "$py")
     echo "== $py ($v)"
@@ -34,7 +30,7 @@ for py in $PYS; do
             cat "$T/err"
             [ "$(grep -c '^SITE' "$T/out")" -eq 2 ] || fail "$v $dll: the program printed no sites"
             # shellcheck disable=SC2046
-            check_reports "$T/r-1.json" --trigger exit --only $(sites_of "$T/out") \
+            check_reports "$T/r-1.json" --trigger exit --only $(python_sites "$T/out") \
                 --python-frames $word || fail "$v $dll scale $scale: exit report"
         done
         jq -e --arg v "$v" '.ledger.python.version | startswith($v + ".")' "$T/r-1.json" >/dev/null ||
@@ -67,7 +63,7 @@ for py in $PYS; do
             "$NP" leaks "$r" | grep -q "no Python frames: the thread had released the GIL" || fail "$v: leaks says why"
         else
             # shellcheck disable=SC2046
-            check_reports "$r" $(sites_of "$T/out") --python-frames gil_held || fail "$v: a thread holding the GIL"
+            check_reports "$r" $(python_sites "$T/out") --python-frames gil_held || fail "$v: a thread holding the GIL"
         fi
     done
 
@@ -77,7 +73,7 @@ for py in $PYS; do
         NPUPOOL_REPORT="$T/r-%n.json" run_python "$py" callback $dll >"$T/out" 2>"$T/err" ||
             { cat "$T/err"; fail "$v $dll: callback failed"; }
         # shellcheck disable=SC2046
-        check_reports "$T/r-1.json" --only $(sites_of "$T/out") || fail "$v $dll: callback report"
+        check_reports "$T/r-1.json" --only $(python_sites "$T/out") || fail "$v $dll: callback report"
         jq -e '.leaks[0].frames | map(.function // "") as $f |
                ($f | index("cache_kv")) as $a | ($f | map(endswith("on_call")) | index(true)) as $b |
                ($f | index("pyhelper_call")) as $c | ($f | index("scenario_callback")) as $d |

@@ -28,7 +28,7 @@ read -r hsize end slot < <(python3 - <<'PY'
 import struct
 b = open("good.ledger", "rb").read()
 hsize = struct.unpack_from("<Q", b, 8)[0]
-end = struct.unpack_from("<Q", b, 7440)[0]
+end = struct.unpack_from("<Q", b, 15984)[0]  # offsetof(lfmt_header_t, chunk_end)
 off, slot = hsize, 0
 while off < end and not slot:
     magic, kind = struct.unpack_from("<IH", b, off)
@@ -77,7 +77,7 @@ refuse "a bit of a chunk header" flipped.ledger "offset $hsize: a chunk header's
 "$NP" recover flipped.ledger --salvage -o salvaged.json 2>/dev/null
 [ $? -eq 1 ] || fail "--salvage on a damaged chunk header"
 patch format.ledger 79 3
-refuse "another format" format.ledger "this npupool reads npupool-ledger/1"
+refuse "the previous format" format.ledger "format \"npupool-ledger/1\": this npupool reads npupool-ledger/2"
 python3 -c "
 b = bytearray(open('good.ledger', 'rb').read()); b[0:4] = b[0:4][::-1]; open('swapped.ledger', 'wb').write(b)"
 refuse "the other byte order" swapped.ledger "other byte order"

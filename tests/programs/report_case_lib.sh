@@ -6,6 +6,9 @@
 # check_reports ARGS...   tests/programs/check_report.py with the schema of this tree
 # reports PATTERN  the report files matching a glob in $TMPDIR_CASE, oldest first
 # build_id FILE    the GNU build id of an ELF file, as readelf -n prints it
+# identity_is REPORT   the report names this build's npupool (`npupool version`, libnpupool.so's
+#                  path and build id) and the fake runtime (its libascendcl.so's path and build
+#                  id) in its "npupool" and "runtime" sections; a diff on stderr when not
 # Debian's interpreter first: mk/deps.sh installs python3-jsonschema for it, and a python3 earlier
 # on PATH (pyenv, a venv) may not see Debian's packages.
 if [ -x /usr/bin/python3 ]; then PY=/usr/bin/python3; else PY=python3; fi
@@ -30,4 +33,15 @@ reports() {
 
 build_id() {
     readelf -n "$1" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p'
+}
+
+identity_is() {
+    local version runtime="$ABS_BUILD/fakeacl/libascendcl.so" want got
+    version=$("$ABS_BUILD/npupool" version | sed -n '1s/^npupool //p')
+    [ -n "$version" ] || { echo "npupool version printed no version" >&2; return 1; }
+    want=$(printf '%s\n' "$version" "$(build_id "$SHIM")" "$(realpath "$SHIM")" \
+        "$(realpath "$runtime")" "$(build_id "$runtime")")
+    got=$(jq -r '.npupool.version, .npupool.build_id, .npupool.library, .runtime.library,
+                 .runtime.build_id' "$1") || return 1
+    [ "$got" = "$want" ] || { diff <(echo "$want") <(echo "$got") >&2; return 1; }
 }

@@ -7,7 +7,10 @@
  * (ledger_lookup, ledger_stack_frames); ledger_check() (which compares every slot of the file
  * with its record) runs after each phase.  Deaths are simulated by storing into the mapped file
  * what a store interrupted at each point leaves: a WRITING check word, a field changed after the
- * check, a stack entry's check missing.
+ * check, a stack entry's or a Python frame entry's check missing, a runtime identity half
+ * written.  Also: the header's identity (version, this program as the writer, the runtime once
+ * named) and the Python frames (names, lines, the tagged stack values) read back as the ledger
+ * holds them, in a first file and in a file made later.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -26,8 +29,11 @@
 
 #include "ledger.h"
 #include "ledger_file.h"
+#include "ledger_internal.h"
+#include "ledger_py.h"
 #include "ledger_read.h"
 #include "tools.h"
+#include "version.h"
 
 static char dir[256];
 static char pattern[300];
@@ -299,7 +305,7 @@ static void test_damage(void **state)
     ledger_read_release(&r);
     /* another format, the other byte order */
     memcpy(copy, m, len);
-    copy[64 + 15] = '2'; /* "npupool-ledger/2" */
+    copy[64 + 15] = '1'; /* "npupool-ledger/1": the previous format */
     assert_int_equal(ledger_read_buffer("t", copy, len, 1, 1, &r), TOOLS_BAD);
     memcpy(copy, m, len);
     uint32_t swapped = __builtin_bswap32(LFMT_CHUNK_MAGIC);
@@ -338,6 +344,153 @@ static void test_records_before_the_file(void **state)
     ledger_read_release(&r);
 }
 
+/* An append entry of `kind` with this tag, found by walking the chunks; NULL when none. */
+static unsigned char *entry_of(unsigned char *m, size_t len, uint16_t kind, uint32_t tag)
+{
+    const lfmt_header_t *h = (const lfmt_header_t *)(const void *)m;
+    for (uint64_t off = h->chunk.size; off + sizeof(lfmt_chunk_t) <= len && off < h->chunk_end;) {
+        lfmt_chunk_t c;
+        memcpy(&c, m + off, sizeof c);
+        if (c.size == 0) break;
+        for (uint64_t p = off + LFMT_ALIGN; c.kind == kind && p + 8 <= off + c.size;) {
+            lfmt_entry_t e;
+            memcpy(&e, m + p, sizeof e);
+            if (e.size == 0) break;
+            if (e.tag == tag) return m + p;
+            p += e.size;
+        }
+        off += c.size;
+    }
+    return NULL;
+}
+
+static void test_identity(void **state)
+{
+    (void)state;
+    ledger_read_t r;
+    read_file(&r);
+    /* the writer: this version, this program (the ledger is linked into it), its build id */
+    assert_string_equal(r.hdr.version, version_string());
+    assert_true(r.have_npupool);
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    assert_string_equal(r.hdr.npupool.path, exe);
+    assert_true(strlen(r.hdr.npupool.build_id) >= 16);
+    int named_before = ledger_file_runtime_known(); /* a fact of the process, kept across files */
+    assert_int_equal(r.have_runtime, named_before);
+    ledger_read_release(&r);
+    if (!named_before) {
+        ledger_file_runtime("/opt/cann/libascendcl.so", "0123abcd");
+        assert_true(ledger_file_runtime_known());
+    }
+    ledger_file_runtime("/elsewhere/libascendcl.so", "ffff"); /* the first one counts */
+    read_file(&r);
+    assert_true(r.have_runtime);
+    assert_string_equal(r.hdr.runtime.path, "/opt/cann/libascendcl.so");
+    assert_string_equal(r.hdr.runtime.build_id, "0123abcd");
+    assert_int_equal(r.torn_entries, 0);
+    ledger_read_release(&r);
+    /* a death between the fields and the check word: not known (check 0); a check caught with
+     * fields that changed under it: torn */
+    size_t len;
+    unsigned char *m = map_file(&len);
+    lfmt_header_t *h = (lfmt_header_t *)(void *)m;
+    uint64_t check = h->runtime.check;
+    h->runtime.check = 0;
+    read_file(&r);
+    assert_false(r.have_runtime);
+    assert_int_equal(r.torn_entries, 0);
+    ledger_read_release(&r);
+    h->runtime.check = check;
+    h->runtime.path[1] ^= 1;
+    read_file(&r);
+    assert_false(r.have_runtime);
+    assert_int_equal(r.torn_entries, 1);
+    assert_string_equal(r.hdr.runtime.path, "");
+    ledger_read_release(&r);
+    munmap(m, len);
+    /* a file made later (as a fork child's) names the runtime from the start */
+    ledger_file_close(1);
+    ledger_init(&(ledger_config_t){.backtrace_depth = 0, .file = pattern});
+    read_file(&r);
+    assert_true(r.have_runtime);
+    assert_string_equal(r.hdr.runtime.path, "/opt/cann/libascendcl.so");
+    ledger_read_release(&r);
+}
+
+static void test_python_frames(void **state)
+{
+    (void)state;
+    /* names unique to this run: the Python frame table lives as long as the process */
+    static int round;
+    char file[64], long_name[1600];
+    snprintf(file, sizeof file, "/srv/train-%d.py", round++);
+    size_t k = 0;
+    while (k + 2 < sizeof long_name - 1) { /* "é" is two bytes: 1599 bytes of them, cut below */
+        long_name[k++] = (char)0xc3;
+        long_name[k++] = (char)0xa9;
+    }
+    long_name[k] = 0;
+    uint32_t a = ledger_py_table_intern(file, "Model.forward", 42);
+    uint32_t b = ledger_py_table_intern(file, "train_step", 0);
+    uint32_t c = ledger_py_table_intern(file, long_name, 7);
+    assert_true(a && b && c);
+    assert_int_equal(ledger_py_table_intern(file, "Model.forward", 42), a); /* interned once */
+    uintptr_t mark = LEDGER_PY_TAG | LEDGER_PY_MARK | LEDGER_PY_GIL_HELD;
+    uintptr_t f1[] = {0x401000, LEDGER_PY_TAG | a, LEDGER_PY_TAG | b, 0x402000, mark};
+    uintptr_t f2[] = {0x401000, LEDGER_PY_TAG | c, 0x402000, mark};
+    uint32_t s1 = ledger_stack_intern(f1, 5), s2 = ledger_stack_intern(f2, 4);
+    ledger_read_t r;
+    read_file(&r);
+    const ledger_read_stack_t *st = ledger_read_stack(&r, s1);
+    assert_non_null(st);
+    assert_int_equal(st->depth, 5);
+    for (int i = 0; i < 5; i++) assert_int_equal(r.frames[st->first + (size_t)i], f1[i]);
+    assert_int_equal(lfmt_py_seen_of(r.frames[st->first + 4]), LFMT_PY_GIL_HELD);
+    assert_string_equal(lfmt_py_seen_name(lfmt_py_seen_of(r.frames[st->first + 4])), "gil_held");
+    assert_non_null(ledger_read_stack(&r, s2));
+    const ledger_read_pyframe_t *pa = ledger_read_pyframe(&r, lfmt_py_frame_id(f1[1]));
+    const ledger_read_pyframe_t *pb = ledger_read_pyframe(&r, b);
+    const ledger_read_pyframe_t *pc = ledger_read_pyframe(&r, c);
+    assert_true(pa && pb && pc);
+    assert_string_equal(pa->file, file);
+    assert_string_equal(pa->function, "Model.forward");
+    assert_int_equal(pa->line, 42);
+    assert_string_equal(pb->function, "train_step");
+    assert_int_equal(pb->line, 0);
+    /* a name past the format's bound is cut at a character boundary */
+    assert_int_equal(strlen(pc->function), LFMT_MAX_PY_NAME);
+    assert_int_equal(strncmp(pc->function, long_name, LFMT_MAX_PY_NAME), 0);
+    assert_int_equal(r.hdr.pyframes_lost, 0);
+    size_t before = r.npyframes;
+    assert_true(before >= 3);
+    ledger_read_release(&r);
+    /* a file made later holds every frame interned before it, and the new ones after */
+    ledger_file_close(1);
+    ledger_init(&(ledger_config_t){.backtrace_depth = 0, .file = pattern});
+    uint32_t d = ledger_py_table_intern(file, "after", 1);
+    read_file(&r);
+    assert_int_equal(r.npyframes, before + 1);
+    assert_non_null(ledger_read_pyframe(&r, a));
+    assert_string_equal(ledger_read_pyframe(&r, d)->function, "after");
+    ledger_read_release(&r);
+    /* the last Python frame entry caught before its check word: torn, never used */
+    size_t len;
+    unsigned char *m = map_file(&len);
+    unsigned char *e = entry_of(m, len, LFMT_KIND_PYFRAMES, d);
+    assert_non_null(e);
+    lfmt_entry_t eh;
+    memcpy(&eh, e, sizeof eh);
+    memset(e + eh.size - 8, 0, 8);
+    read_file(&r);
+    assert_int_equal(r.torn_entries, 1);
+    assert_null(ledger_read_pyframe(&r, d));
+    assert_non_null(ledger_read_pyframe(&r, a));
+    ledger_read_release(&r);
+    munmap(m, len);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +501,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_devices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_records_before_the_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_identity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_python_frames, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,10 +2,12 @@
 front of npupool by tests/cases/python_*.sh (it knows nothing of npupool).
 
 Usage: py_leaks.py SCENARIO DLL [ARGS]      DLL = cdll | pydll (how the runtime is called)
-  leaks SCALE         cache_kv() and Adapters.load_adapter() leak (in two files), balanced() is
+  leaks SCALE [kill DIR]
+                      cache_kv() and Adapters.load_adapter() leak (in two files), balanced() is
                       busy but frees everything; prints SITE lines (qualname count bytes line file)
                       and "CALLS allocs frees" (what reached aclrtMalloc / aclrtFree), then
-                      "MEMINFO free total" (aclrtGetMemInfo of HBM, leaks still live)
+                      "MEMINFO free total" (aclrtGetMemInfo of HBM, leaks still live).  With
+                      "kill DIR": then a report (SIGUSR2, waits for DIR/r-1.json) and SIGKILL
   intervals DIR       three phases, each ended by SIGUSR2 and a wait for DIR/r-<n>.json:
                       balanced; balanced + cache_kv(2); balanced.  Prints SITE lines.
   threads             cache_kv from a threading.Thread and from a C thread (pyhelper)
@@ -227,6 +229,10 @@ def main():
     npu.init(acl)
     if scenario == "leaks":
         scenario_leaks(acl, int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+        if len(sys.argv) > 5 and sys.argv[4] == "kill":  # what only a ledger file outlives
+            os.kill(os.getpid(), signal.SIGUSR2)
+            npu.wait_for(os.path.join(sys.argv[5], "r-1.json"))
+            os.kill(os.getpid(), signal.SIGKILL)
     elif scenario == "intervals":
         scenario_intervals(acl, sys.argv[3])
     elif scenario == "threads":

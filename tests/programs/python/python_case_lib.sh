@@ -13,6 +13,8 @@
 #                  unless the ledger, python3-jsonschema and an interpreter are there; sets PYS
 #                  (python_list), PY1 (the first of them), T (the case's directory); no
 #                  suppressions file from the caller's environment
+# python_sites FILE   the SITE lines a Python test program printed (py_leaks.py) as
+#                  check_report.py --pysite arguments
 # PYDIR            the Python test programs; NP the npupool command
 PYDIR="$ROOT/tests/programs/python"
 NP="$ABS_BUILD/npupool"
@@ -54,6 +56,10 @@ python_case_start() {
     PY1=$(echo "$PYS" | head -1)
     T=$TMPDIR_CASE
     unset NPUPOOL_SUPPRESS
+}
+
+python_sites() {
+    awk '$1 == "SITE" { printf "--pysite %s:%s:%s:%s:%s\n", $2, $3, $4, $5, $6 }' "$1"
 }
 
 run_python() {
