@@ -83,7 +83,8 @@ static __thread int t_tls_ready __attribute__((tls_model("initial-exec"))); /* 1
 static int word_readable(uintptr_t a)
 {
     struct timespec zero = {0, 0};
-    long r = syscall(SYS_futex, (void *)(a & ~(uintptr_t)3), FUTEX_WAIT_PRIVATE, 0u, &zero, NULL, 0);
+    long r =
+        syscall(SYS_futex, (void *)(a & ~(uintptr_t)3), FUTEX_WAIT_PRIVATE, 0u, &zero, NULL, 0);
     return r == 0 || errno != EFAULT;
 }
 

@@ -39,12 +39,12 @@
 #endif
 
 static int failures;
-#define EXPECT(cond)                                                                               \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "# %s:%d: expected %s\n", __FILE__, __LINE__, #cond);                 \
-            failures++;                                                                            \
-        }                                                                                          \
+#define EXPECT(cond)                                                              \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            fprintf(stderr, "# %s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                           \
+        }                                                                         \
     } while (0)
 
 static int vm_readv_works(void)
@@ -70,7 +70,8 @@ static int check_answers(void)
     EXPECT(ledger_unwind_readable(NULL, 0)); /* nothing to read */
 
     /* two pages: readable, then PROT_NONE; and one unmapped */
-    char *two = mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *two =
+        mmap(NULL, 2 * (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     EXPECT(two != MAP_FAILED);
     if (two != MAP_FAILED) {
         EXPECT(mprotect(two + pg, (size_t)pg, PROT_NONE) == 0);
