@@ -211,7 +211,7 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     }
     if (prc == POOL_OK) {
         *dev_ptr = (void *)addr;
-        shim_count_pool_alloc(device);
+        shim_count_pool(device, 0);
         observe_pool_alloc(addr, device, size, granted, e, stack, used, capacity);
         return ACL_SUCCESS;
     }
@@ -282,7 +282,7 @@ static aclError shim_free(void *dev_ptr, int sync)
         size_t used = pool_allocated_bytes(pool), capacity = pool_capacity(pool);
         device_pool_unpin();
         if (frc == POOL_OK) {
-            shim_count_pool_free(device);
+            shim_count_pool(device, 1);
             observe_usage(device, used, capacity);
             return ACL_SUCCESS;
         }
@@ -360,11 +360,15 @@ EXPORT aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
     return rc;
 }
 
-/* After a call that may end contexts other threads are bound to. */
-static void devices_changed_everywhere(void)
+/* What a device or context call returned, once the calling thread learned its device from the
+ * runtime again (current.h); `everywhere`: the call may have ended contexts other threads are
+ * bound to (a reset, a destroyed context, aclFinalize), so every thread confirms its device. */
+static aclError device_call_done(aclError rc, int everywhere)
 {
-    current_invalidate_all();
+    if (npupool_config.disable) return rc;
+    if (everywhere) current_invalidate_all();
     current_observed();
+    return rc;
 }
 
 EXPORT aclError aclrtResetDevice(int32_t deviceId)
@@ -372,14 +376,9 @@ EXPORT aclError aclrtResetDevice(int32_t deviceId)
     shim_ensure_init();
     if (!REAL(aclrtResetDevice)) return ACL_ERROR_UNINITIALIZE;
     if (npupool_config.disable) return REAL(aclrtResetDevice)(deviceId);
-    if (!vocab_device_known(deviceId)) {
-        aclError rc = REAL(aclrtResetDevice)(deviceId);
-        devices_changed_everywhere();
-        return rc;
-    }
+    if (!vocab_device_known(deviceId)) return device_call_done(REAL(aclrtResetDevice)(deviceId), 1);
     observe_before_reset(deviceId); /* a report while the pool and its records still exist */
-    aclError rc = REAL(aclrtResetDevice)(deviceId);
-    devices_changed_everywhere();
+    aclError rc = device_call_done(REAL(aclrtResetDevice)(deviceId), 1);
     if (rc == ACL_SUCCESS) {
         /* The runtime released every allocation of the device, the pool's reservation included. */
         device_pool_drop(deviceId);
@@ -404,9 +403,7 @@ EXPORT aclError aclFinalize(void)
      * have just been reported and stay in the ledger, so the exit report lists them too. */
     for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++)
         if (device_pool_peek(dev)) device_pool_release(dev);
-    aclError rc = REAL(aclFinalize)();
-    devices_changed_everywhere();
-    return rc;
+    return device_call_done(REAL(aclFinalize)(), 1);
 }
 
 /* Device and context calls: forwarded unchanged (the application's arguments, the runtime's
@@ -416,36 +413,28 @@ EXPORT aclError aclrtSetDevice(int32_t deviceId)
 {
     shim_ensure_init();
     if (!REAL(aclrtSetDevice)) return ACL_ERROR_UNINITIALIZE;
-    aclError rc = REAL(aclrtSetDevice)(deviceId);
-    if (!npupool_config.disable) current_observed();
-    return rc;
+    return device_call_done(REAL(aclrtSetDevice)(deviceId), 0);
 }
 
 EXPORT aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
 {
     shim_ensure_init();
     if (!REAL(aclrtCreateContext)) return ACL_ERROR_UNINITIALIZE;
-    aclError rc = REAL(aclrtCreateContext)(context, deviceId);
-    if (!npupool_config.disable) current_observed();
-    return rc;
+    return device_call_done(REAL(aclrtCreateContext)(context, deviceId), 0);
 }
 
 EXPORT aclError aclrtSetCurrentContext(aclrtContext context)
 {
     shim_ensure_init();
     if (!REAL(aclrtSetCurrentContext)) return ACL_ERROR_UNINITIALIZE;
-    aclError rc = REAL(aclrtSetCurrentContext)(context);
-    if (!npupool_config.disable) current_observed();
-    return rc;
+    return device_call_done(REAL(aclrtSetCurrentContext)(context), 0);
 }
 
 EXPORT aclError aclrtDestroyContext(aclrtContext context)
 {
     shim_ensure_init();
     if (!REAL(aclrtDestroyContext)) return ACL_ERROR_UNINITIALIZE;
-    aclError rc = REAL(aclrtDestroyContext)(context);
-    if (!npupool_config.disable) devices_changed_everywhere();
-    return rc;
+    return device_call_done(REAL(aclrtDestroyContext)(context), 1);
 }
 
 /* Virtual-memory calls: forwarded untouched, recorded for the ledger. */

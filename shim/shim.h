@@ -49,23 +49,17 @@ static inline wire_counters_t *shim_counters_of(int device)
                                       : &shim_unknown_device_counters;
 }
 
-/* A pool allocation / free of `device` (known), counted in this thread's record. */
-static inline void shim_count_pool_alloc(int device)
+/* A pool allocation (or a free: `is_free`) of `device` (known), counted in this thread's record
+ * (in the shared atomics when it has none). */
+static inline void shim_count_pool(int device, int is_free)
 {
     tstate_t *t = tstate_self();
     if (__builtin_expect(t != NULL, 1))
-        tstate_add(&t->allocs[device], 1);
+        tstate_add(is_free ? &t->frees[device] : &t->allocs[device], 1);
+    else if (is_free)
+        wire_counter_add(&shim_devices[device].counters, frees, 1);
     else
         wire_counter_add(&shim_devices[device].counters, allocs, 1);
-}
-
-static inline void shim_count_pool_free(int device)
-{
-    tstate_t *t = tstate_self();
-    if (__builtin_expect(t != NULL, 1))
-        tstate_add(&t->frees[device], 1);
-    else
-        wire_counter_add(&shim_devices[device].counters, frees, 1);
 }
 
 /* The counters of `device` (a vocab_device() id; -1 = unknown) as of now: the shared ones and
