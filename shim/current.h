@@ -17,8 +17,14 @@
  * Never a guess: a thread that made no observed call, or whose device the runtime answered
  * otherwise than known, asks the runtime on every allocation until its next observed call, as
  * does every thread with NPUPOOL_DEVICE_CACHE=0.  What stays out of sight: a library that
- * switches the thread's device below ACL (rtSetDevice, rtCtxSetCurrent) after an observed call;
- * NPUPOOL_DEVICE_CACHE=0 covers that case (docs/architecture.md).
+ * switches the thread's device below ACL (rtSetDevice, rtCtxSetCurrent) after an observed call,
+ * and an ACL device call the shim does not define (a runtime's other variants, e.g. a forced
+ * reset); NPUPOOL_DEVICE_CACHE=0 covers those cases (docs/architecture.md, README "Limits").
+ * The epoch is 32 bits: a thread's known device would be trusted wrongly only if exactly 2^32
+ * invalidations happened between two of its allocations.
+ * Threads: current_mine is written by its own thread only; current_epoch is the only shared
+ * word (an atomic increment by invalidators, loads by everyone).  Fork: the child's one thread
+ * keeps its current_mine, and device_fork_child bumps the epoch, so it confirms it once.
  * Cost: one thread-local load and one relaxed load of the (read-mostly) epoch per allocation.
  */
 #ifndef NPUPOOL_SHIM_CURRENT_H

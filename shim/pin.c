@@ -23,7 +23,7 @@
  * The choice is made once by pin_init, at start-up, before any thread can pin (shim_ensure_init's
  * first phase) and never changes afterwards, except in a fork child (one thread: pin_fork_child
  * registers again, or falls back).
- * Measured (bench_shim, 1,000 live, backtraces off): see the README's benchmark section.
+ * Measured: bench_shim (the README's "Benchmarks", "Through the shim").
  */
 #define _GNU_SOURCE
 #include "pin.h"
