@@ -23,6 +23,11 @@
  *          fallback path) until aclrtResetDevice.
  * Give-back: when the runtime refuses a request that does not go to the pool, the shim asks
  * device_give_back for the pool's free chunks (vmm only) and retries the call once (entry.c).
+ * Lookup by address: each device's pool range (range_lo, range_len in shim_devices[]: stored
+ * before the pool is published, range_len zeroed when it is retired) names the one pool to pin and
+ * ask (pool_contains), so a free pins no other device's pool.
+ * Counters: device_counters adds the per-thread counts (tstate.h: allocs, frees) to the device's
+ * shared ones; every reader of a device's counters goes through it.
  * Retirement: every user of a pool pins it (pin.h: device_pool_pin*, device_pool_unpin) for
  * as long as it touches it; a retired pool is unpublished, then its metadata (and, at
  * aclFinalize, its backing) is released once no thread holds a pin on it.  So a thread that
