@@ -95,7 +95,7 @@ $(VERSION_H): FORCE
 $(BUILD)/obj/base/version.o: $(VERSION_H)
 $(BUILD)/obj/base/version.o: CFLAGS += -I$(BUILD)/gen
 
-include $(wildcard base/base.mk pool/pool.mk tests/fakeacl/fakeacl.mk ledger/ledger.mk report/report.mk shim/shim.mk tools/tools.mk bench/peers/peers.mk examples/examples.mk tests/tests.mk bench/bench.mk)
+include $(wildcard base/base.mk pool/pool.mk tests/fakeacl/fakeacl.mk ledger/ledger.mk report/report.mk shim/shim.mk tools/tools.mk bench/peers/peers.mk examples/examples.mk tests/tests.mk bench/bench.mk bench/bench_shim.mk)
 include mk/install.mk mk/man.mk mk/aarch64.mk
 
 PRODUCT_TARGETS := $(filter-out $(BUILD)/tests/%,$(ALL_TARGETS))

@@ -6,9 +6,15 @@
  *   - records live in a slab of REC_CHUNK-record chunks that never move; a record is named by
  *     its number n (chunk n / REC_CHUNK, slot n % REC_CHUNK).  Free records form a list through
  *     their `seq` field (addr == 0 marks a free record).
- *   - the index is open addressing with linear probing over uint32 slots holding n + 1 (0 =
- *     empty), load factor <= 0.7, doubled when exceeded; deletion shifts the following cluster
- *     back (no tombstones), so a lookup stops at the first empty slot.
+ *   - the index is open addressing with linear probing over uint32 slots holding n + 1 in the
+ *     low 25 bits and a 7-bit tag from the address's hash above (0 = empty), load factor <=
+ *     0.7, doubled when exceeded; deletion shifts the following cluster back (no tombstones), so
+ *     a lookup stops at the first empty slot.  A probe reads a record only when the tag matches
+ *     (1 in 128 otherwise): without tags, the probe of an insert (which runs to the end of the
+ *     cluster) read every record of it, and at 100,000 live each was a cache miss, 30 % of a
+ *     pair through the shim (bench_shim + perf).  So a shard holds at most 2^25 - 1 records
+ *     (33.5 million; 537 million in all); past that an allocation goes unrecorded, as when host
+ *     memory runs out.
  *   A record is 48 bytes (sizes and device packed into bit fields), an index slot 4 bytes at a
  *   load of 0.35..0.7: 54..60 bytes per live allocation once the slab rounding is amortised.
  *
@@ -19,13 +25,23 @@
  * Mirror: with a ledger file (ledger_file.h) every record written or released is also written
  * to or cleared in its slot of the file, under the shard's lock.
  *
- * Locking: each shard's mutex guards everything in that shard.  The sequence counter is one
- * atomic.  No lock is held while calling out of this file (except libc malloc/free and the ledger
- * file's hooks, whose lock is a leaf).
+ * Locking: each shard's lock guards everything in that shard.  It is a spin lock (one exchange
+ * to take, one release store to let go: an uncontended pthread mutex costs a second locked
+ * instruction to unlock, measured as a quarter of a pair through the shim with backtraces off,
+ * bench_shim + perf) that spins briefly, then yields the CPU: it is held for a probe and a record
+ * write on the allocation path, longer only while an index doubles (calloc), a record chunk is
+ * carved, or a report walks the shard.  The sequence counter is one atomic.  No lock is held while
+ * calling out of this file (except libc malloc/free and the ledger file's hooks, whose lock is a
+ * leaf).  The locks are plain words: no initialisation, and a fork child resets them.
+ *
+ * Allocation path (ledger_record_alloc_at): one hash, one probe of the index that either finds a
+ * stale record at the same address or ends on the empty slot the new one takes, one record
+ * written; the caller passes the time (the shim reads the clock once per allocation).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +56,9 @@
 #include "ledger_internal.h"
 
 #define REC_CHUNK 1024u /* records per slab chunk (48 KiB) */
-#define INDEX_MIN 256u  /* initial index slots of a shard */
+#define SLOT_BITS 25u   /* index slot: record number + 1 in the low bits, the tag above */
+#define SLOT_REC ((1u << SLOT_BITS) - 1u)
+#define INDEX_MIN 256u /* initial index slots of a shard */
 #define SIZE_MAX48 ((UINT64_C(1) << 48) - 1)
 
 typedef struct rec {
@@ -59,27 +77,50 @@ typedef struct rec {
 _Static_assert(sizeof(rec_t) == 48, "a ledger record is 48 bytes");
 
 typedef struct shard {
-    pthread_mutex_t lock; /* guards every field below */
-    uint32_t *index;      /* slot -> record number + 1, 0 = empty */
-    uint32_t mask;        /* index slots - 1 (index == NULL: no slots yet) */
-    uint32_t live;        /* live records */
-    uint32_t carved;      /* records ever taken from chunks */
-    uint32_t free_head;   /* first free record number + 1, 0 = none */
-    rec_t **chunks;       /* slab chunks */
-    uint32_t nchunks;     /* chunks allocated */
-    uint32_t chunk_cap;   /* capacity of `chunks` */
-    size_t bytes;         /* host memory held by this shard, bytes */
+    int lock;           /* guards every field below: 0 free, 1 held (shard_lock) */
+    uint32_t *index;    /* slot -> record number + 1, 0 = empty */
+    uint32_t mask;      /* index slots - 1 (index == NULL: no slots yet) */
+    uint32_t live;      /* live records */
+    uint32_t carved;    /* records ever taken from chunks */
+    uint32_t free_head; /* first free record number + 1, 0 = none */
+    rec_t **chunks;     /* slab chunks */
+    uint32_t nchunks;   /* chunks allocated */
+    uint32_t chunk_cap; /* capacity of `chunks` */
+    size_t bytes;       /* host memory held by this shard, bytes */
 } __attribute__((aligned(64))) shard_t;
 
 static shard_t shards[LEDGER_SHARDS];
-static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t g_seq; /* last sequence number issued */
 static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 = not yet read */
 
-static void shards_init(void)
+static inline void cpu_relax(void)
 {
-    for (int i = 0; i < LEDGER_SHARDS; i++) pthread_mutex_init(&shards[i].lock, NULL);
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
 }
+
+__attribute__((noinline)) static void shard_lock_wait(shard_t *s)
+{
+    for (unsigned spins = 0;; spins++) {
+        while (__atomic_load_n(&s->lock, __ATOMIC_RELAXED)) {
+            if (spins++ < 128)
+                cpu_relax();
+            else
+                sched_yield(); /* the holder may be waiting for this CPU */
+        }
+        if (!__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE)) return;
+    }
+}
+
+static inline void shard_lock(shard_t *s)
+{
+    if (__builtin_expect(__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE), 0)) shard_lock_wait(s);
+}
+
+static inline void shard_unlock(shard_t *s) { __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }
 
 static uint64_t addr_hash(uintptr_t a)
 {
@@ -95,6 +136,13 @@ static uint64_t addr_hash(uintptr_t a)
 static shard_t *shard_of(uint64_t h) { return &shards[h & (LEDGER_SHARDS - 1)]; }
 static unsigned shard_index(const shard_t *s) { return (unsigned)(s - shards); }
 static uint32_t home_of(const shard_t *s, uint64_t h) { return (uint32_t)(h >> 8) & s->mask; }
+/* An index slot's value for record n of an address with hash h, and back. */
+static uint32_t slot_value(uint32_t n, uint64_t h)
+{
+    return (uint32_t)(h >> 57) << SLOT_BITS | (n + 1);
+}
+static uint32_t slot_rec(uint32_t v) { return (v & SLOT_REC) - 1; }
+static int slot_tag_is(uint32_t v, uint64_t h) { return v >> SLOT_BITS == (uint32_t)(h >> 57); }
 
 static rec_t *rec_at(const shard_t *s, uint32_t n)
 {
@@ -107,15 +155,28 @@ static uint32_t my_tid(void)
     return t_tid;
 }
 
-/* pre: shard locked.  Slot holding addr, or -1. */
-static long index_find(const shard_t *s, uintptr_t addr, uint64_t h)
+/* pre: shard locked.  The slot holding addr (*found = 1), or the empty slot where addr's probe
+ * ends, which is where it would be inserted (*found = 0); -1 when the shard has no index. */
+static long index_probe(const shard_t *s, uintptr_t addr, uint64_t h, int *found)
 {
+    *found = 0;
     if (!s->index) return -1;
     for (uint32_t i = home_of(s, h);; i = (i + 1) & s->mask) {
         uint32_t v = s->index[i];
-        if (!v) return -1;
-        if (rec_at(s, v - 1)->addr == addr) return (long)i;
+        if (!v) return (long)i;
+        if (slot_tag_is(v, h) && rec_at(s, slot_rec(v))->addr == addr) {
+            *found = 1;
+            return (long)i;
+        }
     }
+}
+
+/* pre: shard locked.  Slot holding addr, or -1. */
+static long index_find(const shard_t *s, uintptr_t addr, uint64_t h)
+{
+    int found;
+    long i = index_probe(s, addr, h, &found);
+    return found ? i : -1;
 }
 
 static void index_put(uint32_t *index, uint32_t mask, uint32_t home, uint32_t value)
@@ -137,7 +198,7 @@ static int index_reserve(shard_t *s)
     for (uint32_t i = 0; i < slots; i++) {
         uint32_t v = s->index[i];
         if (!v) continue;
-        uint64_t h = addr_hash(rec_at(s, v - 1)->addr);
+        uint64_t h = addr_hash(rec_at(s, slot_rec(v))->addr);
         index_put(ni, nslots - 1, (uint32_t)(h >> 8) & (nslots - 1), v);
     }
     free(s->index);
@@ -156,7 +217,7 @@ static void index_remove(shard_t *s, uint32_t i)
         j = (j + 1) & s->mask;
         uint32_t v = s->index[j];
         if (!v) return;
-        uint32_t k = home_of(s, addr_hash(rec_at(s, v - 1)->addr));
+        uint32_t k = home_of(s, addr_hash(rec_at(s, slot_rec(v))->addr));
         /* v may move to i unless its home lies cyclically in (i, j]. */
         int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
         if (stays) continue;
@@ -174,6 +235,7 @@ static uint32_t rec_take(shard_t *s)
         s->free_head = (uint32_t)rec_at(s, n)->seq;
         return n;
     }
+    if (s->carved >= SLOT_REC) return UINT32_MAX; /* no record number left in the index */
     if (s->carved == s->nchunks * REC_CHUNK) {
         if (s->nchunks == s->chunk_cap) {
             uint32_t ncap = s->chunk_cap ? s->chunk_cap * 2 : 16;
@@ -219,30 +281,34 @@ static void rec_release(shard_t *s, uint32_t n)
     s->free_head = n + 1;
 }
 
-void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
-                         enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id)
+void ledger_record_alloc_at(uintptr_t addr, int device, size_t requested, size_t granted,
+                            enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id,
+                            uint64_t time_ns)
 {
-    pthread_once(&shards_once, shards_init);
     if (addr == 0) return;
     uint64_t h = addr_hash(addr);
     uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
-    uint64_t now = clock_coarse_ns();
     uint32_t tid = my_tid();
     shard_t *s = shard_of(h);
 
-    pthread_mutex_lock(&s->lock);
+    shard_lock(s);
     rec_t *r = NULL;
     uint32_t n = UINT32_MAX;
-    long slot = index_find(s, addr, h);
-    if (slot >= 0) {
-        n = s->index[slot] - 1;
+    int found;
+    long slot = index_probe(s, addr, h, &found);
+    if (found) {
+        n = slot_rec(s->index[slot]);
         r = rec_at(s, n); /* reused address: replace the stale record */
-    } else if (index_reserve(s) == 0) {
-        n = rec_take(s);
-        if (n != UINT32_MAX) {
-            r = rec_at(s, n);
-            index_put(s->index, s->mask, home_of(s, h), n + 1);
-            s->live++;
+    } else {
+        const uint32_t *before = s->index;
+        if (index_reserve(s) == 0) {
+            if (s->index != before) slot = index_probe(s, addr, h, &found); /* it grew */
+            n = rec_take(s);
+            if (n != UINT32_MAX) {
+                r = rec_at(s, n);
+                s->index[slot] = slot_value(n, h);
+                s->live++;
+            }
         }
     }
     if (r) {
@@ -254,30 +320,36 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
         r->origin = (unsigned)origin & 3u;
         r->unused = 0;
         r->seq = seq;
-        r->time_ns = now;
+        r->time_ns = time_ns;
         r->stack_id = stack_id;
         r->tid = tid;
         if (ledger_file_on()) rec_to_file(s, n, r);
     }
-    pthread_mutex_unlock(&s->lock);
+    shard_unlock(s);
+}
+
+void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
+                         enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id)
+{
+    ledger_record_alloc_at(addr, device, requested, granted, entry, origin, stack_id,
+                           clock_coarse_ns());
 }
 
 int ledger_record_free(uintptr_t addr)
 {
-    pthread_once(&shards_once, shards_init);
     uint64_t h = addr_hash(addr);
     shard_t *s = shard_of(h);
     int found = 0;
-    pthread_mutex_lock(&s->lock);
+    shard_lock(s);
     long slot = index_find(s, addr, h);
     if (slot >= 0) {
-        uint32_t n = s->index[slot] - 1;
+        uint32_t n = slot_rec(s->index[slot]);
         index_remove(s, (uint32_t)slot);
         rec_release(s, n);
         s->live--;
         found = 1;
     }
-    pthread_mutex_unlock(&s->lock);
+    shard_unlock(s);
     return found;
 }
 
@@ -285,10 +357,9 @@ static int rec_device(const rec_t *r) { return (int)r->device; }
 
 void ledger_drop_device(int device)
 {
-    pthread_once(&shards_once, shards_init);
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         for (uint32_t n = 0; n < s->carved && s->live; n++) {
             rec_t *r = rec_at(s, n);
             if (!r->addr || rec_device(r) != device) continue;
@@ -297,16 +368,15 @@ void ledger_drop_device(int device)
             rec_release(s, n);
             s->live--;
         }
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
 }
 
 void ledger_clear(void)
 {
-    pthread_once(&shards_once, shards_init);
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         if (ledger_file_on()) ledger_file_shard_clear((unsigned)k);
         for (uint32_t c = 0; c < s->nchunks; c++) free(s->chunks[c]);
         free(s->chunks);
@@ -315,35 +385,33 @@ void ledger_clear(void)
         s->index = NULL;
         s->mask = s->live = s->carved = s->free_head = s->nchunks = s->chunk_cap = 0;
         s->bytes = 0;
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
 }
 
 size_t ledger_live_count(int device)
 {
-    pthread_once(&shards_once, shards_init);
     size_t total = 0;
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         for (uint32_t n = 0; n < s->carved; n++) {
             const rec_t *r = rec_at(s, n);
             if (r->addr && rec_device(r) == device) total++;
         }
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
     return total;
 }
 
 size_t ledger_live_total(void)
 {
-    pthread_once(&shards_once, shards_init);
     size_t total = 0;
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         total += s->live;
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
     return total;
 }
@@ -352,16 +420,15 @@ uint64_t ledger_last_seq(void) { return atomic_load_explicit(&g_seq, memory_orde
 
 size_t ledger_live_count_since(uint64_t seq)
 {
-    pthread_once(&shards_once, shards_init);
     size_t total = 0;
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         for (uint32_t n = 0; n < s->carved; n++) {
             const rec_t *r = rec_at(s, n);
             if (r->addr && r->seq > seq) total++;
         }
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
     return total;
 }
@@ -382,13 +449,12 @@ static void rec_export(const rec_t *r, ledger_record_t *out)
 
 int ledger_lookup(uintptr_t addr, ledger_record_t *out)
 {
-    pthread_once(&shards_once, shards_init);
     uint64_t h = addr_hash(addr);
     shard_t *s = shard_of(h);
-    pthread_mutex_lock(&s->lock);
+    shard_lock(s);
     long slot = index_find(s, addr, h);
-    if (slot >= 0 && out) rec_export(rec_at(s, s->index[slot] - 1), out);
-    pthread_mutex_unlock(&s->lock);
+    if (slot >= 0 && out) rec_export(rec_at(s, slot_rec(s->index[slot])), out);
+    shard_unlock(s);
     return slot >= 0;
 }
 
@@ -453,12 +519,11 @@ static ledger_site_t *site_get(site_map_t *m, int device, uint32_t stack)
 
 size_t ledger_collect_sites(ledger_site_t **out, uint64_t after_seq)
 {
-    pthread_once(&shards_once, shards_init);
     site_map_t m = {0};
     int failed = 0;
     for (int k = 0; k < LEDGER_SHARDS && !failed; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         for (uint32_t n = 0; n < s->carved && !failed; n++) {
             const rec_t *r = rec_at(s, n);
             if (!r->addr || r->seq <= after_seq) continue;
@@ -477,7 +542,7 @@ size_t ledger_collect_sites(ledger_site_t **out, uint64_t after_seq)
                 site->entry = (uint8_t)r->entry;
             }
         }
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
     free(m.slot);
     if (failed) {
@@ -493,14 +558,13 @@ size_t ledger_collect_sites(ledger_site_t **out, uint64_t after_seq)
 
 void ledger_memory(ledger_memory_t *out)
 {
-    pthread_once(&shards_once, shards_init);
     memset(out, 0, sizeof *out);
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         out->live_records += s->live;
         out->record_bytes += s->bytes;
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
     out->record_bytes += sizeof shards;
     ledger_stack_memory(&out->stacks, &out->stack_bytes, &out->stacks_dropped);
@@ -508,7 +572,6 @@ void ledger_memory(ledger_memory_t *out)
 
 int ledger_check(char *why, size_t why_len)
 {
-    pthread_once(&shards_once, shards_init);
     int bad = 0;
 #define FAIL(...)                                             \
     do {                                                      \
@@ -518,7 +581,7 @@ int ledger_check(char *why, size_t why_len)
     uint32_t nstacks = ledger_stack_count();
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        shard_lock(s);
         uint32_t live = 0, used_slots = 0, free_len = 0;
         for (uint32_t n = 0; n < s->carved; n++) {
             const rec_t *r = rec_at(s, n);
@@ -531,7 +594,7 @@ int ledger_check(char *why, size_t why_len)
             uint64_t h = addr_hash(r->addr);
             if (shard_of(h) != s) FAIL("shard %d: record %u is in the wrong shard", k, n);
             long slot = index_find(s, r->addr, h);
-            if (slot < 0 || s->index[slot] != n + 1)
+            if (slot < 0 || s->index[slot] != slot_value(n, h))
                 FAIL("shard %d: record %u (addr %#lx) not found through the index", k, n,
                      (unsigned long)r->addr);
             if (r->stack_id > nstacks)
@@ -543,7 +606,7 @@ int ledger_check(char *why, size_t why_len)
                 uint32_t v = s->index[i];
                 if (!v) continue;
                 used_slots++;
-                if (v - 1 >= s->carved || !rec_at(s, v - 1)->addr)
+                if (slot_rec(v) >= s->carved || !rec_at(s, slot_rec(v))->addr)
                     FAIL("shard %d: index slot %u points at a free record", k, i);
             }
         }
@@ -560,7 +623,7 @@ int ledger_check(char *why, size_t why_len)
             FAIL("shard %d: %u index entries for %u live", k, used_slots, s->live);
         if (free_len + s->live != s->carved)
             FAIL("shard %d: free list %u + live %u != carved %u", k, free_len, s->live, s->carved);
-        pthread_mutex_unlock(&s->lock);
+        shard_unlock(s);
     }
 #undef FAIL
     char swhy[160];
@@ -571,20 +634,19 @@ int ledger_check(char *why, size_t why_len)
 
 void ledger_fork_lock(void)
 {
-    pthread_once(&shards_once, shards_init);
     ledger_stack_fork_lock();
-    for (int k = 0; k < LEDGER_SHARDS; k++) pthread_mutex_lock(&shards[k].lock);
+    for (int k = 0; k < LEDGER_SHARDS; k++) shard_lock(&shards[k]);
 }
 
 void ledger_fork_unlock(void)
 {
-    for (int k = LEDGER_SHARDS - 1; k >= 0; k--) pthread_mutex_unlock(&shards[k].lock);
+    for (int k = LEDGER_SHARDS - 1; k >= 0; k--) shard_unlock(&shards[k]);
     ledger_stack_fork_unlock();
 }
 
 void ledger_fork_reinit(void)
 {
-    for (int k = 0; k < LEDGER_SHARDS; k++) pthread_mutex_init(&shards[k].lock, NULL);
+    for (int k = 0; k < LEDGER_SHARDS; k++) __atomic_store_n(&shards[k].lock, 0, __ATOMIC_RELAXED);
     ledger_stack_fork_reinit();
     t_tid = 0; /* the child is a new thread id */
 }
@@ -603,7 +665,6 @@ ledger_dlsym_fn ledger_dlsym(void)
 
 void ledger_init(const ledger_config_t *cfg)
 {
-    pthread_once(&shards_once, shards_init);
     if (cfg->dlsym) atomic_store_explicit(&g_dlsym, cfg->dlsym, memory_order_release);
     /* The file before captures can start (it copies the stacks interned so far); then the records
      * already live (threads that allocated while npupool started): a record made from now on is
@@ -611,10 +672,10 @@ void ledger_init(const ledger_config_t *cfg)
     if (ledger_file_open(cfg)) {
         for (int k = 0; k < LEDGER_SHARDS; k++) {
             shard_t *s = &shards[k];
-            pthread_mutex_lock(&s->lock);
+            shard_lock(s);
             for (uint32_t n = 0; n < s->carved; n++)
                 if (rec_at(s, n)->addr) rec_to_file(s, n, rec_at(s, n));
-            pthread_mutex_unlock(&s->lock);
+            shard_unlock(s);
         }
     }
     ledger_stack_init(cfg->backtrace_depth, cfg->python_frames);

@@ -89,6 +89,11 @@ uint32_t ledger_stack_count(void); /* distinct stacks interned so far */
  * the old record is replaced. */
 void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
                          enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id);
+/* The same with the allocation's time given (clock_coarse_ns(), read once by the caller for
+ * everything it records about the allocation). */
+void ledger_record_alloc_at(uintptr_t addr, int device, size_t requested, size_t granted,
+                            enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id,
+                            uint64_t time_ns);
 /* Forget a live allocation: 1 if it was recorded, 0 if unknown.  Call it before the memory is
  * handed back, so the address cannot be handed out and recorded again in between. */
 int ledger_record_free(uintptr_t addr);

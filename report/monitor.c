@@ -46,6 +46,9 @@ typedef struct monitor {
 
 static _Atomic int thresholds_on;             /* 1 when a ratio is configured */
 static _Atomic uint64_t warn_bits, crit_bits; /* the ratios as double bits (read lock-free) */
+static _Atomic uint64_t quiet_below;          /* floor(1024 x the lowest ratio): a device at no
+                                                 level whose allocated * 1024 < reserved * this
+                                                 is below every threshold (0 = no such test) */
 static _Atomic uint64_t mon_start_ns;         /* monitors' time origin */
 static monitor_t monitors[NPUPOOL_MAX_DEVICES];
 
@@ -69,6 +72,10 @@ REPORT_HIDDEN void monitor_configure(double warn_ratio, double critical_ratio)
     atomic_compare_exchange_strong(&mon_start_ns, &zero, clock_mono_ns());
     atomic_store(&warn_bits, double_to_bits(warn_ratio));
     atomic_store(&crit_bits, double_to_bits(critical_ratio));
+    double lowest = warn_ratio > 0 && (critical_ratio <= 0 || warn_ratio < critical_ratio)
+                        ? warn_ratio
+                        : critical_ratio;
+    atomic_store(&quiet_below, lowest > 0 ? (uint64_t)(lowest * 1024.0) : 0);
     atomic_store(&thresholds_on, warn_ratio > 0 || critical_ratio > 0);
 }
 
@@ -137,11 +144,23 @@ static const char *human_duration(double s, char *buf, size_t len)
 
 void report_usage_changed(int device, size_t allocated, size_t reserved)
 {
+    if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed)) return;
+    report_usage_changed_at(device, allocated, reserved, clock_coarse_ns());
+}
+
+void report_usage_changed_at(int device, size_t allocated, size_t reserved, uint64_t coarse_ns)
+{
     if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed) || reserved == 0 ||
         !vocab_device_known(device))
         return;
     monitor_t *m = &monitors[device];
-    monitor_sample(m, clock_coarse_ns(), allocated);
+    monitor_sample(m, coarse_ns, allocated);
+    /* The common case, exactly and without a division: no level announced, and use clearly
+     * below the lowest ratio (allocated / reserved < quiet_below / 1024 <= the ratio). */
+    uint64_t quiet = atomic_load_explicit(&quiet_below, memory_order_relaxed);
+    if (quiet && atomic_load_explicit(&m->level, memory_order_relaxed) == 0 &&
+        (unsigned __int128)allocated * 1024 < (unsigned __int128)reserved * quiet)
+        return;
     double warn = bits_to_double(atomic_load_explicit(&warn_bits, memory_order_relaxed));
     double crit = bits_to_double(atomic_load_explicit(&crit_bits, memory_order_relaxed));
     double u = (double)allocated / (double)reserved;

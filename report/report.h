@@ -106,6 +106,9 @@ void report_oom(const report_oom_info_t *info);
  * predicted time to OOM) and a `threshold` report written by the reporter thread.  A level is
  * re-armed when use falls 5 points below it. */
 void report_usage_changed(int device, size_t allocated, size_t reserved);
+/* The same at a time the caller read already (clock_coarse_ns()): one clock read serves the
+ * ledger record and the monitor of an allocation. */
+void report_usage_changed_at(int device, size_t allocated, size_t reserved, uint64_t coarse_ns);
 
 /* Start the reporter thread (when a signal, an interval, a threshold or the metrics file is
  * configured) and install the signal handler when the application has none for that signal.

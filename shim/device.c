@@ -23,6 +23,11 @@
  *          fallback path) until aclrtResetDevice.
  * Give-back: when the runtime refuses a request that does not go to the pool, the shim asks
  * device_give_back for the pool's free chunks (vmm only) and retries the call once (entry.c).
+ * Lookup by address: each device's pool range (range_lo, range_len in shim_devices[]: stored
+ * before the pool is published, range_len zeroed when it is retired) names the one pool to pin and
+ * ask (pool_contains), so a free pins no other device's pool.
+ * Counters: device_counters adds the per-thread counts (tstate.h: allocs, frees) to the device's
+ * shared ones; every reader of a device's counters goes through it.
  * Retirement: every user of a pool pins it (pin.h: device_pool_pin*, device_pool_unpin) for
  * as long as it touches it; a retired pool is unpublished, then its metadata (and, at
  * aclFinalize, its backing) is released once no thread holds a pin on it.  So a thread that
@@ -42,6 +47,7 @@
 
 #include "fmt.h"
 #include "clock.h"
+#include "current.h"
 #include "log.h"
 #include "options.h"
 #include "pin.h"
@@ -282,6 +288,8 @@ pool_t *device_pool_pin_or_create(int device)
             d->reservation = (uintptr_t)res.base;
             d->reservation_bytes = res.limit;
             d->vmm = res.vmm;
+            __atomic_store_n(&d->range_lo, (uintptr_t)res.base, __ATOMIC_RELAXED);
+            __atomic_store_n(&d->range_len, res.bytes, __ATOMIC_RELAXED); /* before the pool */
             wire_counter_add(&d->counters, pool_reservations, 1);
             __atomic_store_n(&d->pool, pool, __ATOMIC_RELEASE);
             if (device > __atomic_load_n(&highest_device, __ATOMIC_RELAXED))
@@ -296,10 +304,18 @@ pool_t *device_pool_pin_or_create(int device)
     return pool ? device_pool_pin(device) : NULL;
 }
 
+/* The device whose pool range holds addr is found from shim_devices[] (static memory, plain
+ * loads), and only its pool is pinned, then asked (pool_contains) to confirm.  Whoever frees an
+ * address got it from an allocation that pinned the pool, whose range was stored before the pool
+ * was published, so the range it reads is never older than that pool. */
 pool_t *device_pool_pin_by_address(uintptr_t addr, int *device)
 {
     int hi = __atomic_load_n(&highest_device, __ATOMIC_ACQUIRE);
     for (int dev = 0; dev <= hi; dev++) {
+        const shim_device_t *d = &shim_devices[dev];
+        if (addr - __atomic_load_n(&d->range_lo, __ATOMIC_RELAXED) >=
+            __atomic_load_n(&d->range_len, __ATOMIC_RELAXED))
+            continue;
         pool_t *pool = device_pool_pin(dev);
         if (pool && pool_contains(pool, addr)) {
             *device = dev;
@@ -309,6 +325,19 @@ pool_t *device_pool_pin_by_address(uintptr_t addr, int *device)
     pin_release();
     *device = -1;
     return NULL;
+}
+
+void device_counters(int device, wire_counters_t *out)
+{
+    const wire_counters_t *c = shim_counters_of(device);
+#define COUNTER_COPY(field, meaning) out->field = wire_counter_get(c, field);
+    WIRE_COUNTERS(COUNTER_COPY)
+#undef COUNTER_COPY
+    if (!vocab_device_known(device)) return;
+    uint64_t allocs, frees;
+    tstate_sum(device, &allocs, &frees);
+    out->allocs += allocs;
+    out->frees += frees;
 }
 
 /* Unpublish the device's pool and wait until no thread holds it; the caller then owns it.
@@ -324,6 +353,7 @@ static pool_t *retire(int device, uintptr_t *base_out, int *vmm)
     if (vmm) *vmm = d->vmm;
     if (pool) {
         __atomic_store_n(&d->pool, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&d->range_len, 0, __ATOMIC_RELAXED);
         d->reservation = 0;
         d->reservation_bytes = 0;
         d->vmm = 0;
@@ -422,6 +452,7 @@ void device_fork_child(void)
     /* A pool another parent thread was building does not exist in the child: build afresh. */
     for (int i = 0; i < NPUPOOL_MAX_DEVICES; i++) shim_devices[i].creating = 0;
     pin_fork_child();
+    current_invalidate_all(); /* the child's threads confirm their devices with the runtime */
     pthread_cond_init(&shim_devices_cond, NULL);
     pthread_mutex_unlock(&shim_devices_lock);
 }

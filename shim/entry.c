@@ -24,11 +24,19 @@
  * exists, aclrtGetMemInfo is the runtime's.  The thresholds then
  * measure the bytes a device's live observed allocations hold against its total HBM (asked once
  * per device, at its first observed allocation, with no npupool lock held).
+ * The device of a request: the calling thread's current device, known from the device and
+ * context calls hooked here (aclrtSetDevice, aclrtCreateContext, aclrtSetCurrentContext,
+ * aclrtDestroyContext, aclrtResetDevice, aclFinalize: forwarded unchanged, then current.h learns
+ * the thread's device from the runtime), else asked of the runtime (current.h).
+ * The pool fast path (a known device, a pool, a block): no runtime call, no lock of npupool's own
+ * besides the pool's and one ledger shard's, the counts in the thread's own record (tstate.h),
+ * one clock read (observe_pool_alloc), the pin without a fence where membarrier exists (pin.h).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
 
+#include "current.h"
 #include "foreign.h"
 #include "log.h"
 #include "observe.h"
@@ -175,8 +183,8 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
                  size, dev_ptr ? "size is 0" : "devPtr is NULL", ACL_ERROR_INVALID_PARAM);
         return ACL_ERROR_INVALID_PARAM;
     }
-    int device = -1;
-    if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS)
+    int32_t device = -1;
+    if (current_device(&device) != ACL_SUCCESS)
         return forward_alloc(e, dev_ptr, size, policy, cfg); /* the runtime gives its own error */
     uint32_t stack = observe_capture_stack();                /* before any lock */
     size_t granted = e == VOCAB_MALLOC_ALIGN32 ? ACL_ALIGN32_SIZE(size) : ACL_PADDED_SIZE(size);
@@ -203,9 +211,8 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     }
     if (prc == POOL_OK) {
         *dev_ptr = (void *)addr;
-        wire_counter_add(&d->counters, allocs, 1);
-        observe_alloc(addr, device, size, granted, e, VOCAB_FROM_POOL, stack);
-        observe_usage(device, used, capacity);
+        shim_count_pool(device, 0);
+        observe_pool_alloc(addr, device, size, granted, e, stack, used, capacity);
         return ACL_SUCCESS;
     }
     aclError rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
@@ -275,7 +282,7 @@ static aclError shim_free(void *dev_ptr, int sync)
         size_t used = pool_allocated_bytes(pool), capacity = pool_capacity(pool);
         device_pool_unpin();
         if (frc == POOL_OK) {
-            wire_counter_add(&d->counters, frees, 1);
+            shim_count_pool(device, 1);
             observe_usage(device, used, capacity);
             return ACL_SUCCESS;
         }
@@ -340,10 +347,8 @@ EXPORT aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
     if (rc != ACL_SUCCESS || npupool_config.disable || !attr_is_device_hbm(attr) ||
         npupool_config.mode == NPUPOOL_MODE_OBSERVE) /* no pool: the runtime's figures */
         return rc;
-    int device = -1;
-    if (!REAL(aclrtGetDevice) || REAL(aclrtGetDevice)(&device) != ACL_SUCCESS ||
-        !vocab_device_known(device))
-        return rc;
+    int32_t device = -1;
+    if (current_device(&device) != ACL_SUCCESS || !vocab_device_known(device)) return rc;
     pool_t *pool = device_pool_pin(device);
     if (!pool) return rc;
     /* The application may still allocate what the runtime has free plus what the pool has free. */
@@ -355,14 +360,25 @@ EXPORT aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *free, size_t *total)
     return rc;
 }
 
+/* What a device or context call returned, once the calling thread learned its device from the
+ * runtime again (current.h); `everywhere`: the call may have ended contexts other threads are
+ * bound to (a reset, a destroyed context, aclFinalize), so every thread confirms its device. */
+static aclError device_call_done(aclError rc, int everywhere)
+{
+    if (npupool_config.disable) return rc;
+    if (everywhere) current_invalidate_all();
+    current_observed();
+    return rc;
+}
+
 EXPORT aclError aclrtResetDevice(int32_t deviceId)
 {
     shim_ensure_init();
     if (!REAL(aclrtResetDevice)) return ACL_ERROR_UNINITIALIZE;
-    if (npupool_config.disable || !vocab_device_known(deviceId))
-        return REAL(aclrtResetDevice)(deviceId);
+    if (npupool_config.disable) return REAL(aclrtResetDevice)(deviceId);
+    if (!vocab_device_known(deviceId)) return device_call_done(REAL(aclrtResetDevice)(deviceId), 1);
     observe_before_reset(deviceId); /* a report while the pool and its records still exist */
-    aclError rc = REAL(aclrtResetDevice)(deviceId);
+    aclError rc = device_call_done(REAL(aclrtResetDevice)(deviceId), 1);
     if (rc == ACL_SUCCESS) {
         /* The runtime released every allocation of the device, the pool's reservation included. */
         device_pool_drop(deviceId);
@@ -387,7 +403,38 @@ EXPORT aclError aclFinalize(void)
      * have just been reported and stay in the ledger, so the exit report lists them too. */
     for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++)
         if (device_pool_peek(dev)) device_pool_release(dev);
-    return REAL(aclFinalize)();
+    return device_call_done(REAL(aclFinalize)(), 1);
+}
+
+/* Device and context calls: forwarded unchanged (the application's arguments, the runtime's
+ * answer), then the calling thread learns its device from the runtime (current.h).  Destroying a
+ * context also unbinds it from other threads: they confirm theirs. */
+EXPORT aclError aclrtSetDevice(int32_t deviceId)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtSetDevice)) return ACL_ERROR_UNINITIALIZE;
+    return device_call_done(REAL(aclrtSetDevice)(deviceId), 0);
+}
+
+EXPORT aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtCreateContext)) return ACL_ERROR_UNINITIALIZE;
+    return device_call_done(REAL(aclrtCreateContext)(context, deviceId), 0);
+}
+
+EXPORT aclError aclrtSetCurrentContext(aclrtContext context)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtSetCurrentContext)) return ACL_ERROR_UNINITIALIZE;
+    return device_call_done(REAL(aclrtSetCurrentContext)(context), 0);
+}
+
+EXPORT aclError aclrtDestroyContext(aclrtContext context)
+{
+    shim_ensure_init();
+    if (!REAL(aclrtDestroyContext)) return ACL_ERROR_UNINITIALIZE;
+    return device_call_done(REAL(aclrtDestroyContext)(context), 1);
 }
 
 /* Virtual-memory calls: forwarded untouched, recorded for the ledger. */
@@ -425,8 +472,8 @@ EXPORT aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMe
     uint32_t stack = npupool_config.disable ? 0 : observe_capture_stack();
     aclError rc = REAL(aclrtMapMem)(virPtr, size, offset, handle, flags);
     if (rc == ACL_SUCCESS && !npupool_config.disable) {
-        int device = -1;
-        if (REAL(aclrtGetDevice)) REAL(aclrtGetDevice)(&device);
+        int32_t device = -1;
+        current_device(&device);
         observe_alloc((uintptr_t)virPtr, vocab_device(device), size, size, VOCAB_MAP_MEM,
                       VOCAB_FROM_PASSTHROUGH, stack);
     }
@@ -452,10 +499,10 @@ EXPORT aclError aclrtReserveMemAddress(void **virPtr, size_t size, size_t alignm
     shim_ensure_init();
     if (!REAL(aclrtReserveMemAddress)) return ACL_ERROR_UNINITIALIZE;
     aclError rc = REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags);
-    int device = -1;
+    int32_t device = -1;
     size_t free_b = 0, total_b = 0;
-    if (rc == ACL_ERROR_RT_MEMORY_ALLOCATION && !npupool_config.disable && REAL(aclrtGetDevice) &&
-        REAL(aclrtGetDevice)(&device) == ACL_SUCCESS && REAL(aclrtGetMemInfo) &&
+    if (rc == ACL_ERROR_RT_MEMORY_ALLOCATION && !npupool_config.disable &&
+        current_device(&device) == ACL_SUCCESS && REAL(aclrtGetMemInfo) &&
         REAL(aclrtGetMemInfo)(ACL_HBM_MEM, &free_b, &total_b) == ACL_SUCCESS && size <= total_b &&
         give_back_for(rc, device, 1, "aclrtReserveMemAddress"))
         rc = rescued(REAL(aclrtReserveMemAddress)(virPtr, size, alignment, expectPtr, flags),

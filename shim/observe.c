@@ -38,12 +38,12 @@ static void for_each_device(void *ctx,
 {
     (void)ctx;
     for (int dev = 0; dev < NPUPOOL_MAX_DEVICES; dev++) {
-        shim_device_t *d = &shim_devices[dev];
+        wire_counters_t c;
+        device_counters(dev, &c);            /* per-thread counts summed */
         pool_t *pool = device_pool_pin(dev); /* not destroyed by a reset meanwhile */
-        int active = pool || wire_counter_get(&d->counters, allocs) ||
-                     wire_counter_get(&d->counters, real_allocs) ||
-                     wire_counter_get(&d->counters, invalid_frees) || ledger_live_count(dev) > 0;
-        if (active) cb(cbctx, dev, pool, &d->counters);
+        int active =
+            pool || c.allocs || c.real_allocs || c.invalid_frees || ledger_live_count(dev) > 0;
+        if (active) cb(cbctx, dev, pool, &c);
         if (pool) device_pool_unpin();
     }
     wire_counters_t *u = &shim_unknown_device_counters;
@@ -154,7 +154,8 @@ static void file_figures(int device)
         }
         f.nbuckets = POOL_NBUCKETS;
     }
-    const wire_counters_t *c = shim_counters_of(device);
+    wire_counters_t snap, *c = &snap;
+    device_counters(device, &snap);
 #define FILE_COUNTER(field, meaning) \
     if (f.ncounters < LFMT_MAX_COUNTERS) f.counters[f.ncounters++] = wire_counter_get(c, field);
     WIRE_COUNTERS(FILE_COUNTER)
@@ -196,6 +197,16 @@ void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
 {
     ledger_record_alloc(addr, device, requested, granted, e, origin, stack);
     if (e != VOCAB_MALLOC_PHYSICAL && e != VOCAB_MAP_MEM) trace_alloc(device, addr, requested);
+    if (ledger_file_device_due(device)) file_figures(device);
+}
+
+void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
+                        enum vocab_entry e, uint32_t stack, size_t allocated, size_t reserved)
+{
+    uint64_t now = clock_coarse_ns(); /* the one clock read of a pool allocation */
+    ledger_record_alloc_at(addr, device, requested, granted, e, VOCAB_FROM_POOL, stack, now);
+    trace_alloc(device, addr, requested);
+    report_usage_changed_at(device, allocated, reserved, now);
     if (ledger_file_device_due(device)) file_figures(device);
 }
 

@@ -19,6 +19,10 @@ uint32_t observe_capture_stack(void);
 /* A successful allocation: ledger record and trace line.  device: a vocab_device() id. */
 void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted, enum vocab_entry e,
                    enum vocab_origin origin, uint32_t stack);
+/* A pool allocation: observe_alloc (origin pool) and observe_usage at once, with one clock read
+ * for the record and the threshold monitor. */
+void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
+                        enum vocab_entry e, uint32_t stack, size_t allocated, size_t reserved);
 /* Forget addr in the ledger and, when `traced` and it was recorded, write its free to the trace.
  * Call it BEFORE the memory can be reused.  Returns 1 if it was recorded. */
 int observe_forget(uintptr_t addr, int device, int traced);

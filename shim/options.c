@@ -73,6 +73,12 @@ static const option_def_t option_table[] = {
      "`pool`: the pool serves allocations; `observe`: every allocation goes to the runtime "
      "unchanged (no reservation, no pool) while the ledger, reports, trace and thresholds "
      "(against the device's total HBM) work as in pool mode"},
+    {"NPUPOOL_DEVICE_CACHE", OPT_BOOL, FIELD(device_cache), "1", 0, 1, 0,
+     "1: a thread's current device is known from the `aclrtSetDevice` and context calls "
+     "npupool sees (the runtime is asked once after each), so an allocation does not ask the "
+     "runtime; a thread that made none of them is asked on every allocation; 0: ask the "
+     "runtime (`aclrtGetDevice`) on every allocation (for a program whose libraries switch "
+     "devices below ACL, e.g. with `rtSetDevice`)"},
     {"NPUPOOL_DISABLE", OPT_BOOL, FIELD(disable), "0", 0, 1, 0,
      "1: pure pass-through, npupool does nothing"},
     {"NPUPOOL_LOG", OPT_LEVEL, FIELD(log_level), "warn", 0, 3, 0,

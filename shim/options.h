@@ -35,6 +35,7 @@ typedef struct npupool_config {
     size_t chunk_bytes;     /* NPUPOOL_CHUNK_BYTES: bytes per chunk of a virtual-memory pool */
     int fallback;           /* NPUPOOL_FALLBACK: 1 = the runtime serves what the pool cannot */
     int mode;               /* NPUPOOL_MODE: enum npupool_mode */
+    int device_cache;       /* NPUPOOL_DEVICE_CACHE: 1 = threads' devices from observed calls */
     int disable;            /* NPUPOOL_DISABLE: 1 = pure pass-through */
     int log_level;          /* NPUPOOL_LOG: enum log_level */
     const char *trace;      /* NPUPOOL_TRACE: allocation trace path pattern, "" = off */

@@ -1,99 +1,102 @@
 /* shim/pin.c — hazard-pointer pins (see pin.h for the contract).
  *
- * Owns: the registry of pin slots (a list, newest first, of cache-line sized slots; slots are
- * never freed, a slot whose thread exited is reused by the next thread that needs one), this
- * thread's slot, and the overflow slot for threads that could not get one.
+ * Owns: the pin protocol, the overflow slot for threads without a record of their own, and the
+ * choice of fence.  A thread's pin is the pin_held field of its tstate record (tstate.h: the
+ * registry of per-thread records, never freed, reused after a thread exits).
  * Invariants:
- *   - a slot with owned == 0 has held == NULL;
+ *   - a record with owned == 0 has pin_held == NULL;
  *   - between pin_load returning p != NULL and the next pin_load/pin_release of that thread,
- *     its slot's held == p, and p was still published after held was set (the seq_cst store
- *     and re-load in pin_load against the unpublish + seq_cst scan in pin_wait_unheld: either
- *     the pinning thread sees the pointer gone, or the waiting thread sees the pin).
+ *     its pin_held == p, and p was still published after pin_held was set: either the pinning
+ *     thread sees the pointer gone, or the waiting thread sees the pin.
+ * The fence that gives the second invariant (the pinning thread's store of pin_held must be
+ * visible before it reloads the shared pointer; the retirer's unpublish before it scans):
+ *   - asymmetric (pin_init found membarrier's MEMBARRIER_CMD_PRIVATE_EXPEDITED and registered
+ *     for it): the pinning thread makes a plain store and a compiler barrier, and the retirer,
+ *     after unpublishing, calls membarrier(), which runs a full barrier on every CPU running a
+ *     thread of the process.  A pinning thread's reload then either came before that barrier
+ *     (and its earlier store is visible to the scan that follows) or after it (and it sees the
+ *     pointer gone).  The allocation path pays no fence; a retirer (aclrtResetDevice,
+ *     aclFinalize) pays one system call.
+ *   - symmetric (no membarrier: an old kernel, a seccomp filter, qemu-user; and in TSan builds,
+ *     which do not model the system call): a sequentially consistent store, and seq_cst loads
+ *     in the scan.
+ * The choice is made once by pin_init, at start-up, before any thread can pin (shim_ensure_init's
+ * first phase) and never changes afterwards, except in a fork child (one thread: pin_fork_child
+ * registers again, or falls back).
+ * Measured: bench_shim (the README's "Benchmarks", "Through the shim").
  */
 #define _GNU_SOURCE
 #include "pin.h"
 
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
-typedef struct pin_slot {
-    void *held;            /* the pinned object, NULL = none (atomic) */
-    int owned;             /* 1 while a live thread has the slot (atomic) */
-    struct pin_slot *next; /* older slots; written once before the slot is published */
-} __attribute__((aligned(64))) pin_slot_t;
+#include "tstate.h"
 
-static pin_slot_t *registry; /* newest first (atomic head) */
-static __thread pin_slot_t *t_slot __attribute__((tls_model("initial-exec")));
+static int asymmetric; /* 1: membarrier does the pinning threads' fence (set by pin_init) */
+
 static __thread int t_overflow __attribute__((tls_model("initial-exec"))); /* holds overflow */
 
-/* A thread without a slot of its own pins through this one, one thread at a time. */
-static pin_slot_t overflow_slot;
+/* A thread without a record of its own pins through this slot, one thread at a time. */
+static void *overflow_held;
 static pthread_mutex_t overflow_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static pthread_key_t exit_key;
-static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
-static int exit_key_ok;
+static int membarrier_call(int cmd) { return (int)syscall(SYS_membarrier, cmd, 0, 0); }
 
-static void slot_free_at_exit(void *arg)
+/* 1 when the process can use expedited private barriers from now on. */
+static int membarrier_register(void)
 {
-    pin_slot_t *s = arg;
-    __atomic_store_n(&s->held, NULL, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->owned, 0, __ATOMIC_RELEASE);
+#if defined(__SANITIZE_THREAD__)
+    return 0;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    return 0;
+#endif
+#endif
+    int cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
+        !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
+        return 0;
+    return membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
 }
 
-static void exit_key_create(void)
+int pin_init(void)
 {
-    exit_key_ok = pthread_key_create(&exit_key, slot_free_at_exit) == 0;
+    if (!__atomic_load_n(&asymmetric, __ATOMIC_RELAXED) && membarrier_register())
+        __atomic_store_n(&asymmetric, 1, __ATOMIC_RELEASE);
+    return __atomic_load_n(&asymmetric, __ATOMIC_RELAXED);
 }
 
-/* This thread's slot: a free one from the registry, else a new one; NULL when host memory is
- * exhausted (the caller uses the overflow slot). */
-static pin_slot_t *slot_claim(void)
+/* The slot this thread pins through: its record's, else the overflow slot (locked until
+ * pin_release). */
+static void **my_slot(void)
 {
-    pthread_once(&exit_key_once, exit_key_create);
-    pin_slot_t *s;
-    for (s = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); s; s = s->next) {
-        int free_slot = 0;
-        if (__atomic_compare_exchange_n(&s->owned, &free_slot, 1, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
-            break;
-    }
-    if (!s) {
-        if (posix_memalign((void **)&s, sizeof *s, sizeof *s) != 0) return NULL;
-        s->held = NULL;
-        s->owned = 1;
-        s->next = __atomic_load_n(&registry, __ATOMIC_RELAXED);
-        while (!__atomic_compare_exchange_n(&registry, &s->next, s, 1, __ATOMIC_RELEASE,
-                                            __ATOMIC_RELAXED)) {
-        }
-    }
-    /* Without the key the slot stays owned after the thread exits: it is never reused, which
-     * costs one cache line per thread and nothing else (held is NULL between operations). */
-    if (exit_key_ok) pthread_setspecific(exit_key, s);
-    return s;
-}
-
-static pin_slot_t *my_slot(void)
-{
-    if (t_overflow) return &overflow_slot;
-    pin_slot_t *s = t_slot;
-    if (__builtin_expect(s != NULL, 1)) return s;
-    s = t_slot = slot_claim();
-    if (s) return s;
+    if (t_overflow) return &overflow_held;
+    tstate_t *t = tstate_self();
+    if (__builtin_expect(t != NULL, 1)) return &t->pin_held;
     pthread_mutex_lock(&overflow_lock);
     t_overflow = 1;
-    return &overflow_slot;
+    return &overflow_held;
 }
 
 void *pin_load(void **shared)
 {
-    pin_slot_t *s = my_slot();
+    void **slot = my_slot();
+    int asym = __atomic_load_n(&asymmetric, __ATOMIC_RELAXED);
     for (;;) {
         void *p = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
-        __atomic_store_n(&s->held, p, __ATOMIC_SEQ_CST);
-        if (p == NULL || __atomic_load_n(shared, __ATOMIC_SEQ_CST) == p) {
+        if (asym) {
+            __atomic_store_n(slot, p, __ATOMIC_RELAXED);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the CPU's fence is the retirer's */
+        } else {
+            __atomic_store_n(slot, p, __ATOMIC_SEQ_CST);
+        }
+        if (p == NULL || __atomic_load_n(shared, asym ? __ATOMIC_ACQUIRE : __ATOMIC_SEQ_CST) == p) {
             if (p == NULL) pin_release();
             return p;
         }
@@ -103,49 +106,60 @@ void *pin_load(void **shared)
 void pin_release(void)
 {
     if (t_overflow) {
-        __atomic_store_n(&overflow_slot.held, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&overflow_held, NULL, __ATOMIC_RELEASE);
         t_overflow = 0;
         pthread_mutex_unlock(&overflow_lock);
         return;
     }
-    pin_slot_t *s = t_slot;
-    if (s) __atomic_store_n(&s->held, NULL, __ATOMIC_RELEASE);
+    tstate_t *t = tstate_mine;
+    if (t) __atomic_store_n(&t->pin_held, NULL, __ATOMIC_RELEASE);
 }
 
 static int held_anywhere(const void *obj)
 {
-    if (__atomic_load_n(&overflow_slot.held, __ATOMIC_SEQ_CST) == obj) return 1;
-    for (pin_slot_t *s = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); s; s = s->next)
-        if (__atomic_load_n(&s->held, __ATOMIC_SEQ_CST) == obj) return 1;
+    if (__atomic_load_n(&overflow_held, __ATOMIC_SEQ_CST) == obj) return 1;
+    for (tstate_t *t = tstate_first(); t; t = t->next)
+        if (__atomic_load_n(&t->pin_held, __ATOMIC_SEQ_CST) == obj) return 1;
     return 0;
+}
+
+static void sleep_ns(long ns)
+{
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
 }
 
 void pin_wait_unheld(const void *obj)
 {
+    if (obj == NULL) return; /* every free slot "holds" NULL */
+    if (__atomic_load_n(&asymmetric, __ATOMIC_ACQUIRE) &&
+        membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+        /* Registered, so it cannot fail; if it ever does, a pin stored just now may still sit in
+         * a store buffer, which drains within microseconds: give it far more than that. */
+        sleep_ns(10 * 1000 * 1000);
+    }
     /* A pool operation takes microseconds, a vmm slow path a few runtime calls: yield first,
      * then sleep in growing steps up to 1 ms. */
-    if (obj == NULL) return; /* every free slot "holds" NULL */
-    long sleep_ns = 1000;
+    long step_ns = 1000;
     for (int round = 0; held_anywhere(obj); round++) {
         if (round < 8) {
             sched_yield();
             continue;
         }
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
-        if (sleep_ns < 1000000) sleep_ns *= 2;
+        sleep_ns(step_ns);
+        if (step_ns < 1000000) step_ns *= 2;
     }
 }
 
 void pin_fork_child(void)
 {
-    for (pin_slot_t *s = __atomic_load_n(&registry, __ATOMIC_ACQUIRE); s; s = s->next) {
-        if (s == t_slot) continue;
-        __atomic_store_n(&s->held, NULL, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->owned, 0, __ATOMIC_RELAXED);
-    }
+    tstate_fork_child();
     if (!t_overflow) {
-        __atomic_store_n(&overflow_slot.held, NULL, __ATOMIC_RELAXED);
+        __atomic_store_n(&overflow_held, NULL, __ATOMIC_RELAXED);
         pthread_mutex_init(&overflow_lock, NULL);
     }
+    /* The registration is the parent's (a child has a new address space): ask again, and fall
+     * back to fences if it is refused.  Only this thread exists, and it holds no pin here. */
+    if (__atomic_load_n(&asymmetric, __ATOMIC_RELAXED) && !membarrier_register())
+        __atomic_store_n(&asymmetric, 0, __ATOMIC_RELAXED);
 }

@@ -31,7 +31,11 @@
     X(aclrtFreePhysical) \
     X(aclrtMapMem) \
     X(aclrtUnmapMem) \
-    X(aclrtReserveMemAddress)
+    X(aclrtReserveMemAddress) \
+    X(aclrtSetDevice) \
+    X(aclrtCreateContext) \
+    X(aclrtDestroyContext) \
+    X(aclrtSetCurrentContext)
 /* X(name): functions the shim calls but does not define. */
 #define SHIM_CALLS(X) X(aclrtGetDevice) X(aclrtSynchronizeDevice) X(aclrtReleaseMemAddress) \
     X(aclrtMemGetAllocationGranularity)

@@ -6,6 +6,10 @@
  * aclrtResetDevice or aclFinalize.  State fields are guarded by one lock, shim_devices_lock, which
  * is never held across a runtime call or a report (see device.c).  Events of devices outside the
  * table (unknown, -1) are counted in shim_unknown_device_counters.
+ * Counters: the two every pool allocation and free moves (allocs, frees) are kept per thread
+ * (tstate.h) and summed when read (device_counters); the others are rare and stay shared atomics
+ * in the device's `counters`.  Readers of a device's counters use device_counters, never
+ * `counters` directly.
  * Lock order: the one table in fork.c.
  */
 #ifndef NPUPOOL_SHIM_H
@@ -16,6 +20,7 @@
 #include <stdint.h>
 
 #include "pool.h"
+#include "tstate.h"
 #include "vocab.h"
 #include "wire.h"
 
@@ -27,7 +32,10 @@ typedef struct shim_device {
     int gave_back_said;       /* 1 once the first give-back was logged (atomic) */
     int reserve_failed; /* 1: the runtime refused every reservation size; no retry until reset */
     int creating;       /* 1 while one thread reserves this device's pool (lock released) */
-    wire_counters_t counters; /* events on this device (base/wire.h), atomics */
+    uintptr_t range_lo; /* the pool's address range [lo, lo+len) (atomics; written before */
+    size_t range_len;   /* the pool is published, 0 when there is none): frees find it */
+    wire_counters_t counters; /* events on this device (base/wire.h), atomics; allocs and frees
+                                 are per thread (device_counters sums them) */
 } shim_device_t;
 
 extern shim_device_t shim_devices[NPUPOOL_MAX_DEVICES];
@@ -41,9 +49,32 @@ static inline wire_counters_t *shim_counters_of(int device)
                                       : &shim_unknown_device_counters;
 }
 
+/* A pool allocation (or a free: `is_free`) of `device` (known), counted in this thread's record
+ * (in the shared atomics when it has none). */
+static inline void shim_count_pool(int device, int is_free)
+{
+    tstate_t *t = tstate_self();
+    if (__builtin_expect(t != NULL, 1))
+        tstate_add(is_free ? &t->frees[device] : &t->allocs[device], 1);
+    else if (is_free)
+        wire_counter_add(&shim_devices[device].counters, frees, 1);
+    else
+        wire_counter_add(&shim_devices[device].counters, allocs, 1);
+}
+
+/* The counters of `device` (a vocab_device() id; -1 = unknown) as of now: the shared ones and
+ * the per-thread ones summed (exact once the threads are done, whether they exited or not). */
+void device_counters(int device, wire_counters_t *out);
+
 /* Initialise npupool at the first intercepted call (idempotent, thread-safe): options, ledger,
- * reports, trace, fork handlers.  Nothing of npupool runs before it (init.c). */
-void shim_ensure_init(void);
+ * reports, trace, fork handlers.  Nothing of npupool runs before it (init.c).  Once done, one
+ * acquire load. */
+extern int shim_ready; /* 1 once shim_ensure_init has nothing left to do (atomic) */
+void shim_init_slow(void);
+static inline void shim_ensure_init(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&shim_ready, __ATOMIC_ACQUIRE), 0)) shim_init_slow();
+}
 
 /* Pools are pinned while used (pin.h): every device_pool_pin* that returns a pool must be
  * followed by device_pool_unpin() once the caller no longer touches it, before it calls anything

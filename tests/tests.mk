@@ -8,7 +8,8 @@ UNIT_TESTS ?=
 PROG_DIR := $(BUILD)/tests/programs
 $(BUILD)/obj/tests/programs/%.o: INC := -Iinclude
 
-SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop guest expandable vmm_threads
+SHIM_TEST_PROGRAMS := basic threads fork_threads exhaust devices reset_loop guest expandable vmm_threads \
+                      contexts
 SHIM_DLOPEN_PROGRAMS := dlsym_lookup fork_dlopen dlopen_abs
 SHIM_TEST_BINS := $(SHIM_TEST_PROGRAMS:%=$(BUILD)/tests/programs/%) $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%)
 

@@ -130,6 +130,12 @@ typedef struct aclrtPhysicalMemProp {
     uint64_t reserve;
 } aclrtPhysicalMemProp; /* 32 bytes on x86-64 */
 
+/* A context: a device and its default stream.  aclrtSetDevice makes the device's default
+ * context current on the calling thread; aclrtCreateContext makes a new one on the given device
+ * and binds it to the calling thread; aclrtSetCurrentContext binds one to the calling thread
+ * (the thread's current device becomes the context's); only created contexts can be destroyed. */
+typedef void *aclrtContext;
+
 /* ---- entry points ------------------------------------------------------------------------ */
 aclError aclInit(const char *configPath);
 aclError aclFinalize(void);
@@ -138,6 +144,10 @@ aclError aclrtResetDevice(int32_t deviceId);
 aclError aclrtGetDevice(int32_t *deviceId);
 aclError aclrtGetDeviceCount(uint32_t *count);
 aclError aclrtSynchronizeDevice(void);
+aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId);
+aclError aclrtDestroyContext(aclrtContext context);
+aclError aclrtSetCurrentContext(aclrtContext context);
+aclError aclrtGetCurrentContext(aclrtContext *context);
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
 aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy);

@@ -149,6 +149,12 @@ static int range_owner(struct fa_rec *r, void *ctx)
     return 0;
 }
 
+int fakeacl_bind_context(void *context)
+{
+    fa_init();
+    return fa_bind_context(context);
+}
+
 int fakeacl_owner(const void *p, size_t len)
 {
     fa_init();

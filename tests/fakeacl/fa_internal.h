@@ -59,6 +59,10 @@
     X(aclrtGetDevice) \
     X(aclrtGetDeviceCount) \
     X(aclrtSynchronizeDevice) \
+    X(aclrtCreateContext) \
+    X(aclrtDestroyContext) \
+    X(aclrtSetCurrentContext) \
+    X(aclrtGetCurrentContext) \
     X(aclrtMalloc) \
     X(aclrtMallocAlign32) \
     X(aclrtMallocCached) \
@@ -200,9 +204,11 @@ FA_HIDDEN void fa_unlock(void);
 FA_HIDDEN void fa_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 FA_HIDDEN int fa_parse_size(const char *s, size_t *out); /* K/M/G/T suffixes; 0 ok, -1 bad */
 
-/* ---- devices (fa_device.c) -------------------------------------------------------------------- */
-FA_HIDDEN int fa_current_device(void); /* this thread's device, or -1 */
+/* ---- devices and contexts (fa_device.c) ---------------------------------------------------------- */
+FA_HIDDEN int fa_current_device(void); /* this thread's device (its context's), or -1 */
 FA_HIDDEN int fa_device_valid(int32_t dev);
+/* Bind a context to the calling thread (aclrtSetCurrentContext, fakeacl_bind_context). */
+FA_HIDDEN aclError fa_bind_context(aclrtContext context);
 
 /* ---- memory (fa_mem.c, fa_vmm.c) -------------------------------------------------------------- */
 /* Decide whether an HBM charge of `charge` bytes (block / handle size `block`) may be taken from

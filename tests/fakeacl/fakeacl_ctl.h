@@ -56,6 +56,11 @@ uint64_t fakeacl_live(int dev);
 int fakeacl_device_count(void);
 /* Device owning [p, p+len) inside one live device block or one mapping, else -1. */
 int fakeacl_owner(const void *p, size_t len);
+/* Bind `context` (from aclrtCreateContext or aclrtGetCurrentContext) to the calling thread the
+ * way a library below ACL would (CANN's rtCtxSetCurrent): the same effect as
+ * aclrtSetCurrentContext, but no acl* function is called, so an interposer on them does not see
+ * it.  The same codes as aclrtSetCurrentContext; not counted as an entry-point call. */
+int fakeacl_bind_context(void *context);
 /* Write every counter as `name value` lines to `path` (%p = pid), atomically (temporary file,
  * then rename).  0, or -1 with one stderr line. */
 int fakeacl_write_stats(const char *path);

@@ -2,6 +2,9 @@
  * Not linked with libascendcl.so: dlopen()s it, then looks every function up with dlsym on the
  * handle (torch_npu <= 26.0.1), with dlsym(RTLD_DEFAULT) (26.1.0 under LD_PRELOAD, which needs the
  * library loaded RTLD_GLOBAL); "vsym" also checks that dlvsym answers as glibc's does.
+ * The device and context calls are looked up by name too, and the blocks allocated after each
+ * switch must lie on the device it names (the fake's fakeacl_owner): a switch that bypassed an
+ * interposer's hook would leave it allocating on the previous device.
  * argv[1] = "handle" | "default" | "vsym". */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -24,6 +27,19 @@ typedef aclError (*malloc_fn)(void **, size_t, aclrtMemMallocPolicy);
 typedef aclError (*free_fn)(void *);
 typedef aclError (*setdev_fn)(int32_t);
 typedef aclError (*meminfo_fn)(aclrtMemAttr, size_t *, size_t *);
+typedef aclError (*ctx_create_fn)(aclrtContext *, int32_t);
+typedef aclError (*ctx_fn)(aclrtContext);
+typedef aclError (*ctx_get_fn)(aclrtContext *);
+typedef int (*owner_fn)(const void *, size_t);
+
+/* One block through `m`, on the device `want`, freed again. */
+static void alloc_check(malloc_fn m, free_fn f, owner_fn owner, int want)
+{
+    void *p = NULL;
+    CHECK_EQ(m(&p, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    CHECK_EQ(owner(p, 4096), want);
+    CHECK_EQ(f(p), ACL_SUCCESS);
+}
 
 int main(int argc, char **argv)
 {
@@ -70,6 +86,29 @@ int main(int argc, char **argv)
     size_t free_b = 0, total_b = 0;
     CHECK_EQ(meminfo(ACL_HBM_MEM, &free_b, &total_b), ACL_SUCCESS);
     CHECK(free_b > 0 && free_b <= total_b);
+
+    ctx_create_fn ctx_create = (ctx_create_fn)LOOKUP("aclrtCreateContext");
+    ctx_fn ctx_set = (ctx_fn)LOOKUP("aclrtSetCurrentContext");
+    ctx_fn ctx_destroy = (ctx_fn)LOOKUP("aclrtDestroyContext");
+    ctx_get_fn ctx_get = (ctx_get_fn)LOOKUP("aclrtGetCurrentContext");
+    owner_fn owner = (owner_fn)LOOKUP("fakeacl_owner");
+    CHECK(ctx_create && ctx_set && ctx_destroy && ctx_get && owner);
+    if (!(ctx_create && ctx_set && ctx_destroy && ctx_get && owner)) CHECK_DONE();
+    aclrtContext def0 = NULL, c1 = NULL;
+    CHECK_EQ(ctx_get(&def0), ACL_SUCCESS);
+    CHECK_EQ(ctx_create(&c1, 1), ACL_SUCCESS); /* binds c1: device 1 */
+    alloc_check(m_align32, f_free, owner, 1);
+    CHECK_EQ(ctx_set(def0), ACL_SUCCESS);
+    alloc_check(m_align32, f_free, owner, 0);
+    CHECK_EQ(ctx_set(c1), ACL_SUCCESS);
+    alloc_check(m_plain, f_free, owner, 1);
+    CHECK_EQ(ctx_destroy(c1), ACL_SUCCESS); /* the thread has no context now */
+    void *none = NULL;
+    CHECK_EQ(m_align32(&none, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_CONTEXT_NULL);
+    CHECK_EQ(set_device(1), ACL_SUCCESS);
+    alloc_check(m_align32, f_free, owner, 1);
+    CHECK_EQ(set_device(0), ACL_SUCCESS);
+    alloc_check(m_align32, f_free, owner, 0);
     /* no dlclose: like torch_npu, the runtime stays loaded for the life of the process */
     CHECK_DONE();
 }

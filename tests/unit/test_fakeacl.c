@@ -170,6 +170,104 @@ static void test_devices_and_threads(void **state)
     assert_int_equal(fakeacl_live(1), 0);
 }
 
+/* A context created on another thread, bound here: this thread's device becomes its device. */
+struct ctx_result {
+    aclrtContext ctx;           /* made on the main thread, on device 1 */
+    aclError set, get, malloc_; /* what this thread saw */
+    int32_t dev;                /* its device after binding */
+    void *p;                    /* allocated on it */
+    aclError after_destroy;     /* aclrtGetDevice once main destroyed ctx */
+    pthread_barrier_t *bar;     /* main destroys ctx between the two waits */
+};
+
+static void *ctx_thread(void *arg)
+{
+    struct ctx_result *r = arg;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS); /* a thread of device 0 */
+    r->set = aclrtSetCurrentContext(r->ctx);
+    r->get = aclrtGetDevice(&r->dev);
+    r->malloc_ = aclrtMalloc(&r->p, 64, ACL_MEM_MALLOC_HUGE_FIRST);
+    pthread_barrier_wait(r->bar);
+    pthread_barrier_wait(r->bar);
+    int32_t d = -1;
+    r->after_destroy = aclrtGetDevice(&d);
+    return NULL;
+}
+
+static void test_contexts(void **state)
+{
+    (void)state;
+    aclrtContext def0 = NULL, def1 = NULL, c1 = NULL, c0 = NULL, cur = NULL;
+    int32_t dev = -1;
+    assert_int_equal(aclrtGetCurrentContext(NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtGetCurrentContext(&def0), ACL_SUCCESS); /* setup: SetDevice(0) */
+    assert_int_equal(aclrtSetDevice(1), ACL_SUCCESS);
+    assert_int_equal(aclrtGetCurrentContext(&def1), ACL_SUCCESS);
+    assert_true(def0 != def1);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtGetCurrentContext(&cur), ACL_SUCCESS);
+    assert_ptr_equal(cur, def0); /* one default context per device */
+
+    /* creation binds the new context: device 1 now */
+    assert_int_equal(aclrtCreateContext(NULL, 1), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtCreateContext(&c1, fakeacl_device_count()),
+                     ACL_ERROR_RT_INVALID_DEVICEID);
+    assert_int_equal(aclrtCreateContext(&c1, 1), ACL_SUCCESS);
+    assert_int_equal(aclrtGetCurrentContext(&cur), ACL_SUCCESS);
+    assert_ptr_equal(cur, c1);
+    assert_int_equal(aclrtGetDevice(&dev), ACL_SUCCESS);
+    assert_int_equal(dev, 1);
+    void *p = NULL;
+    assert_int_equal(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    assert_int_equal(fakeacl_owner(p, 64), 1);
+    assert_int_equal(aclrtFree(p), ACL_SUCCESS);
+
+    /* switching contexts switches devices; a default context can be bound again */
+    assert_int_equal(aclrtCreateContext(&c0, 0), ACL_SUCCESS);
+    assert_int_equal(aclrtGetDevice(&dev), ACL_SUCCESS);
+    assert_int_equal(dev, 0);
+    assert_int_equal(aclrtSetCurrentContext(NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtSetCurrentContext((aclrtContext)&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtSetCurrentContext(c1), ACL_SUCCESS);
+    assert_int_equal(aclrtGetDevice(&dev), ACL_SUCCESS);
+    assert_int_equal(dev, 1);
+    assert_int_equal(aclrtSetCurrentContext(def0), ACL_SUCCESS);
+    assert_int_equal(aclrtGetDevice(&dev), ACL_SUCCESS);
+    assert_int_equal(dev, 0);
+
+    /* another thread of device 0 binds c1: its allocations go to device 1 */
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, 2);
+    struct ctx_result r = {.ctx = c1, .bar = &bar};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, ctx_thread, &r), 0);
+    pthread_barrier_wait(&bar);
+    /* destroying c1 leaves the threads bound to it without a context */
+    assert_int_equal(aclrtDestroyContext(NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtDestroyContext(def0), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtDestroyContext(c1), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyContext(c1), ACL_ERROR_RT_CONTEXT_NULL);
+    pthread_barrier_wait(&bar);
+    pthread_join(th, NULL);
+    pthread_barrier_destroy(&bar);
+    assert_int_equal(r.set, ACL_SUCCESS);
+    assert_int_equal(r.get, ACL_SUCCESS);
+    assert_int_equal(r.dev, 1);
+    assert_int_equal(r.malloc_, ACL_SUCCESS);
+    assert_int_equal(fakeacl_owner(r.p, 64), 1);
+    assert_int_equal(aclrtFree(r.p), ACL_SUCCESS);
+    assert_int_equal(r.after_destroy, ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtSetCurrentContext(c1), ACL_ERROR_RT_CONTEXT_NULL);
+
+    /* destroying the calling thread's own context */
+    assert_int_equal(aclrtSetCurrentContext(c0), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyContext(c0), ACL_SUCCESS);
+    assert_int_equal(aclrtGetDevice(&dev), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtGetCurrentContext(&cur), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+}
+
 static void test_init_finalize(void **state)
 {
     (void)state;
@@ -902,6 +1000,10 @@ static const char *const entry_names[] = {"aclInit",
                                           "aclrtGetDevice",
                                           "aclrtGetDeviceCount",
                                           "aclrtSynchronizeDevice",
+                                          "aclrtCreateContext",
+                                          "aclrtDestroyContext",
+                                          "aclrtSetCurrentContext",
+                                          "aclrtGetCurrentContext",
                                           "aclrtMalloc",
                                           "aclrtMallocAlign32",
                                           "aclrtMallocCached",
@@ -988,7 +1090,7 @@ static void test_counters_and_stats(void **state)
     assert_int_equal(stats_value(want, "sync"), 1);
     assert_int_equal(stats_value(want, "charged_dev0"), 4096);
     assert_int_equal(stats_value(want, "aclrtMemGetAllocationGranularity"), 0);
-    assert_int_equal(stats_lines(want), 25 + 14 + 4 * fakeacl_device_count());
+    assert_int_equal(stats_lines(want), 29 + 14 + 4 * fakeacl_device_count());
     snprintf(path, sizeof(path), "%s/no-such-dir/s.txt", dir);
     assert_int_equal(fakeacl_write_stats(path), -1);
     unlink(want);
@@ -1410,7 +1512,7 @@ static void test_env_stats_file(void **state)
     assert_int_equal(stats_value(path, "live_dev0"), 5);
     assert_int_equal(stats_value(path, "charged_dev0"), 4 * 4096 + 2 * MiB);
     assert_int_equal(stats_value(path, "budget_dev1"), 64LL << 30);
-    assert_int_equal(stats_lines(path), 25 + 14 + 4 * 2);
+    assert_int_equal(stats_lines(path), 29 + 14 + 4 * 2);
     assert_string_equal(pr.err, "");
     assert_int_equal(unlink(path), 0);
     assert_int_equal(rmdir(dir), 0); /* the file was renamed into place, no temporary left */
@@ -1428,6 +1530,7 @@ int main(int argc, char **argv)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
     const struct CMUnitTest tests[] = {
         T(test_devices_and_threads),
+        T(test_contexts),
         T(test_init_finalize),
         T(test_param_errors),
         T(test_charging_rules),
