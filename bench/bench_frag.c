@@ -318,7 +318,7 @@ int main(int argc, char **argv)
     printf("%-4s %-11s %9s %9s %7s | %-30s | %-30s\n", "seed", "allocator", "peak_live", "min_pool",
            "min/pk", "tight pool: GiB  end  worst  fail", "51.2 GiB pool: end  worst fail");
     double sum_x[NKINDS] = {0};
-    char lines[3 * NKINDS][400], va_lines[3][300];
+    char lines[3 * (NKINDS + 1)][400], va_lines[3][300]; /* per seed: one per kind, one VA */
     int nl = 0;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         trace_t t;
