@@ -1,0 +1,21 @@
+# variants: plain
+# The benchmarks run, briefly: `make test` builds them, and this runs each with a small load so
+# that one that crashes or stops printing its summary is caught here rather than at the next
+# `make bench` (bench_frag once overflowed its summary array and died at its very end).  Figures
+# are not checked: performance targets belong to `make bench`, never to timed tests.
+. "$ROOT/tests/lib.sh"
+no_emu "the benchmarks are timed on the host's own CPU only"
+B="$ROOT/$BUILD/bench"
+cd "$TMPDIR_CASE"
+run_bench() { # $1 = what its output must contain, then the command
+    local want=$1 out rc
+    shift
+    out=$("$@" 2>&1); rc=$?
+    [ "$rc" -eq 0 ] || { echo "$out" | tail -20; fail "$(basename "$1") exited with status $rc"; }
+    echo "$out" | grep -q -- "$want" || { echo "$out" | tail -20; fail "$(basename "$1"): no '$want' in its output"; }
+}
+run_bench 'BENCH_POOL live=100000' "$B/bench_pool" 2000
+run_bench 'BENCH_FRAG_VA seed=3' "$B/bench_frag" 100
+run_bench 'ledger file with' "$B/bench_ledger" 2000
+run_bench 'npupool / bestfit (medians)' "$B/bench_peers" 0.01
+run_bench 'goal: throughput per thread' "$B/bench_shim" --quick
