@@ -617,13 +617,15 @@ typedef struct th_result {
     int failed;      /* something failed */
 } th_result_t;
 
-static th_result_t th_run(const peer_ops_t *o, int nthreads, size_t pairs, uint64_t seed)
+/* lock: 1 to call the allocator through one mutex (the single-threaded arena peers); npupool's
+ * pool and the host allocators are called directly, they are thread-safe themselves. */
+static th_result_t th_run(const peer_ops_t *o, int lock, int nthreads, size_t pairs, uint64_t seed)
 {
     th_result_t r = {0, 0, 1};
     locked_peer_t lp = {.ops = o};
     void *inst = o->create(LAT_RANGE);
     if (!inst) return r;
-    if (o->arena) {
+    if (lock) {
         pthread_mutex_init(&lp.lock, NULL);
         lp.inner = inst;
     }
@@ -635,7 +637,7 @@ static th_result_t th_run(const peer_ops_t *o, int nthreads, size_t pairs, uint6
     for (int t = 0; t < nthreads; t++) {
         a[t] = (th_arg_t){.ops = o,
                           .inst = inst,
-                          .locked = o->arena ? &lp : NULL,
+                          .locked = lock ? &lp : NULL,
                           .bar = &bar,
                           .seed = seed + (uint64_t)t * 7919,
                           .pairs = pairs};
@@ -656,7 +658,7 @@ static th_result_t th_run(const peer_ops_t *o, int nthreads, size_t pairs, uint6
         r.mpairs_s = (double)pairs * nthreads / ((w1 - w0) / 1e9) / 1e6;
     }
     pthread_barrier_destroy(&bar);
-    if (o->arena) pthread_mutex_destroy(&lp.lock);
+    if (lock) pthread_mutex_destroy(&lp.lock);
     o->destroy(inst);
     return r;
 }
@@ -682,13 +684,14 @@ static void threads_section(double scale, const peer_ops_t *const *ops, size_t n
     for (size_t i = 0; i < n; i++) {
         const peer_ops_t *o = ops[i];
         char label[32];
-        snprintf(label, sizeof label, "%s%s", o->name, o->arena && i ? "+mutex" : "");
+        int lock = o->arena && i; /* every arena peer but npupool (ops[0]) */
+        snprintf(label, sizeof label, "%s%s", o->name, lock ? "+mutex" : "");
         for (int c = 0; c < NCOUNTS; c++) {
             double cpu[RUNS], wall[RUNS];
             int failed = 0;
             size_t pp = counts[c] > 8 ? pairs / 8 : pairs;
             for (int run = 0; run < RUNS; run++) {
-                th_result_t r = th_run(o, counts[c], pp, 0x7e4d0000u + (uint64_t)run);
+                th_result_t r = th_run(o, lock, counts[c], pp, 0x7e4d0000u + (uint64_t)run);
                 cpu[run] = r.ns_cpu;
                 wall[run] = r.mpairs_s;
                 failed |= r.failed;
@@ -704,7 +707,7 @@ static void threads_section(double scale, const peer_ops_t *const *ops, size_t n
                    counts[c] == 8 ? (x <= 2.0 ? "   goal met" : "   goal not met") : "");
             bench_line("BENCH_PEERS kind=threads alloc=%s threads=%d pairs=%zu ns_cpu=%.2f "
                        "x_one=%.3f wall_mpairs_s=%.3f locked=%d",
-                       o->name, counts[c], pp, mc, x, mw, o->arena && i ? 1 : 0);
+                       o->name, counts[c], pp, mc, x, mw, lock);
         }
         fflush(stdout);
     }
