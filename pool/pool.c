@@ -103,7 +103,7 @@ void pool_destroy(pool_t *p)
 {
     if (!p) return;
     pool_cache_forget(p); /* other threads' caches of p are dropped, never touched again */
-    free(p->xfer);
+    pool_cache_xfer_free(p);
     slab_destroy(&p->slab);
     addrmap_destroy(&p->live);
     desc_store_destroy(&p->desc);

@@ -81,6 +81,27 @@ static char *barrier_page;                   /* mprotect fallback of the heavy b
 /* What a thread's table points at once its key destructor ran: no new caches. */
 static cache_thread_t cache_exited = {.exiting = 1};
 
+/* ---- memory ------------------------------------------------------------------------------ */
+/* Caches, thread tables and transfer caches are mapped, never taken from malloc: a fork child's
+ * first allocation makes a cache, and a malloc there can deadlock in an allocator that does not
+ * lock itself around fork() (GCC 12's AddressSanitizer: shim_fork hung).  Zero-filled. */
+static void *cache_mem(size_t bytes)
+{
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+static void cache_mem_free(void *m, size_t bytes)
+{
+    if (m) munmap(m, bytes);
+}
+static void cache_free(cache_t *c) { cache_mem_free(c, c->mem_bytes); }
+
+void pool_cache_xfer_free(pool_t *p)
+{
+    cache_mem_free(p->xfer, p->xfer_bytes);
+    p->xfer = NULL;
+}
+
 /* ---- the heavy side of the barrier --------------------------------------------------------- */
 static int membarrier_register(void)
 {
@@ -399,7 +420,7 @@ static void sweep(void)
         next = c->gnext;
         if (__atomic_load_n(&c->reaped, __ATOMIC_ACQUIRE) || (c->orphan && !c->pool)) {
             cache_unlink_all(c);
-            free(c);
+            cache_free(c);
         }
     }
 }
@@ -439,7 +460,7 @@ static void cache_release(cache_t *c)
         pthread_mutex_unlock(&p->lock);
     }
     cache_unlink_all(c);
-    free(c);
+    cache_free(c);
     sweep();
     pthread_mutex_unlock(&cache_lock);
 }
@@ -450,7 +471,7 @@ static void thread_exit(void *arg)
     pool_cache_self = &cache_exited;
     for (unsigned i = 0; i < CACHE_POOLS; i++)
         if (t->ent[i].cache) cache_release(t->ent[i].cache);
-    free(t);
+    cache_mem_free(t, sizeof *t);
 }
 
 static void fork_prepare(void)
@@ -523,10 +544,10 @@ static cache_thread_t *thread_table(void)
     if (t) return t->exiting ? NULL : t;
     pool_threads_prepare();
     if (!cache_key_ok) return NULL;
-    t = calloc(1, sizeof *t);
+    t = cache_mem(sizeof *t);
     if (!t) return NULL;
     if (pthread_setspecific(cache_key, t) != 0) {
-        free(t);
+        cache_mem_free(t, sizeof *t);
         return NULL;
     }
     pool_cache_self = t;
@@ -547,9 +568,10 @@ static int xfer_make(pool_t *p)
         total += cap[k];
     }
     size_t head = SLAB_CACHE_CLASSES * sizeof(cache_xfer_t);
-    cache_xfer_t *x = aligned_alloc(64, (head + total * sizeof(cache_ent_t) + 63) & ~(size_t)63);
+    size_t xbytes = head + total * sizeof(cache_ent_t);
+    cache_xfer_t *x = cache_mem(xbytes);
     if (!x) return -1;
-    memset(x, 0, head);
+    p->xfer_bytes = xbytes;
     cache_ent_t *e = (cache_ent_t *)(void *)((char *)x + head);
     for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++) {
         x[k].cap = cap[k];
@@ -564,9 +586,9 @@ static int xfer_make(pool_t *p)
 static cache_t *cache_new(pool_t *p, cache_thread_t *t)
 {
     size_t bytes = sizeof(cache_t) + mag_total * sizeof(cache_ent_t);
-    cache_t *c = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    cache_t *c = cache_mem(bytes);
     if (!c) return NULL;
-    memset(c, 0, sizeof *c);
+    c->mem_bytes = bytes;
     size_t at = 0;
     for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++) {
         c->mag[k].cap = mag_cap[k];
@@ -583,7 +605,7 @@ static cache_t *cache_new(pool_t *p, cache_thread_t *t)
     if (!p->xfer && xfer_make(p) != 0) {
         pthread_mutex_unlock(&p->lock);
         pthread_mutex_unlock(&cache_lock);
-        free(c);
+        cache_free(c);
         return NULL;
     }
     c->pnext = p->caches;

@@ -143,6 +143,7 @@ struct cache {
     cache_t *gnext, *gprev; /* every cache of the process (cache_lock) */
     int orphan;             /* fork child: its owner thread does not exist here (pool lock) */
     int reaped;             /* atomic: an orphan flushed and unlinked: free it (cache_lock) */
+    size_t mem_bytes;       /* its mapping's length (cache_mem: never malloc) */
     cache_ent_t ents[];     /* the magazines' storage */
 };
 
@@ -190,6 +191,7 @@ struct pool {
     _Alignas(64) cache_t *caches; /* this pool's caches (lock; cache_lock too to link/unlink) */
     cache_xfer_t *xfer;           /* [SLAB_CACHE_CLASSES] transfer caches, made with the first cache
                             (lock; then immutable until pool_destroy) */
+    size_t xfer_bytes;            /* their mapping's length */
     uint64_t xfer_blocks;         /* atomic: entries in all transfer caches */
     pool_t *reg_next;             /* pools with caches (cache_lock) */
     pool_t *reg_prev;             /* pools with caches (cache_lock) */
@@ -364,6 +366,8 @@ static inline int pool_cache_xfer_put(pool_t *p, cache_t *c, unsigned k)
 /* Register for membarrier once per process (else the owners fence: pool_cache_fenced); called
  * by pool_new, before the pool is seen by any thread. */
 void pool_cache_barrier_setup(void);
+/* The transfer caches' memory back (pool_destroy). */
+void pool_cache_xfer_free(pool_t *p);
 void pool_cache_stop(pool_t *p);
 void pool_cache_go(pool_t *p);
 /* Under the lock (pre: held): flush the caches of threads the fork did not copy. */
