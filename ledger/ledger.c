@@ -52,6 +52,7 @@
 
 #include "clock.h"
 #include "ledger.h"
+#include "barrier.h"
 #include "ledger_file.h"
 #include "ledger_internal.h"
 
@@ -92,15 +93,6 @@ typedef struct shard {
 static shard_t shards[LEDGER_SHARDS];
 static _Atomic uint64_t g_seq; /* last sequence number issued */
 static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 = not yet read */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield" ::: "memory");
-#endif
-}
 
 __attribute__((noinline)) static void shard_lock_wait(shard_t *s)
 {

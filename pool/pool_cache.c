@@ -57,13 +57,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#if defined(__has_include)
-#if __has_include(<linux/membarrier.h>)
-#include <linux/membarrier.h>
-#define HAVE_MEMBARRIER 1
-#endif
-#endif
-
+#include "barrier.h"
 #include "pool_internal.h"
 
 __thread cache_thread_t *pool_cache_self __attribute__((tls_model("initial-exec")));
@@ -103,24 +97,13 @@ void pool_cache_xfer_free(pool_t *p)
 }
 
 /* ---- the heavy side of the barrier --------------------------------------------------------- */
-static int membarrier_register(void)
-{
-#if defined(HAVE_MEMBARRIER) && defined(SYS_membarrier)
-    return (int)syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
-#else
-    return -1;
-#endif
-}
-
 /* After it returns, every thread of the process that was running has executed a full memory
  * barrier (the owners' side of the Dekker is a compiler barrier only). */
 static void heavy_barrier(void)
 {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (pool_cache_fenced) return; /* the owners fence themselves */
-#if defined(HAVE_MEMBARRIER) && defined(SYS_membarrier)
-    if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0) return;
-#endif
+    if (barrier_all() == 0) return;
     /* Unexpected refusal: changing a page's protection interrupts every CPU that runs this
      * process to flush its TLB, which serializes it (the technique before membarrier). */
     char *pg = __atomic_load_n(&barrier_page, __ATOMIC_ACQUIRE);
@@ -129,15 +112,6 @@ static void heavy_barrier(void)
         __atomic_store_n(pg, 0, __ATOMIC_RELAXED); /* stoppers of two pools may both be here */
         mprotect(pg, 4096, PROT_READ);
     }
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ volatile("yield" ::: "memory");
-#endif
 }
 
 /* Wait until c's owner is outside its busy window (it never blocks inside one). */
@@ -495,7 +469,7 @@ static void fork_parent(void)
 static void fork_child(void)
 {
     /* The registration belongs to the parent's address space. */
-    if (!pool_cache_fenced && membarrier_register() != 0) pool_cache_fenced = 1;
+    if (!pool_cache_fenced && !barrier_register()) pool_cache_fenced = 1;
     const cache_thread_t *me = pool_cache_self;
     for (cache_t *c = all_caches; c; c = c->gnext) {
         if (c->owner == me) continue;
@@ -533,7 +507,7 @@ void pool_cache_barrier_setup(void)
      * have a cache, so an owner reads pool_cache_fenced after it is final. */
     static int done;
     if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
-    if (membarrier_register() != 0) __atomic_store_n(&pool_cache_fenced, 1, __ATOMIC_RELAXED);
+    if (!barrier_register()) __atomic_store_n(&pool_cache_fenced, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
 }
 

@@ -28,7 +28,6 @@
 #define _GNU_SOURCE
 #include "pin.h"
 
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -36,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier.h"
 #include "tstate.h"
 
 static int asymmetric; /* 1: membarrier does the pinning threads' fence (set by pin_init) */
@@ -45,8 +45,6 @@ static __thread int t_overflow __attribute__((tls_model("initial-exec"))); /* ho
 /* A thread without a record of its own pins through this slot, one thread at a time. */
 static void *overflow_held;
 static pthread_mutex_t overflow_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int membarrier_call(int cmd) { return (int)syscall(SYS_membarrier, cmd, 0, 0); }
 
 /* 1 when the process can use expedited private barriers from now on. */
 static int membarrier_register(void)
@@ -58,11 +56,7 @@ static int membarrier_register(void)
     return 0;
 #endif
 #endif
-    int cmds = membarrier_call(MEMBARRIER_CMD_QUERY);
-    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
-        !(cmds & MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED))
-        return 0;
-    return membarrier_call(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0;
+    return barrier_register();
 }
 
 int pin_init(void)
@@ -132,8 +126,7 @@ static void sleep_ns(long ns)
 void pin_wait_unheld(const void *obj)
 {
     if (obj == NULL) return; /* every free slot "holds" NULL */
-    if (__atomic_load_n(&asymmetric, __ATOMIC_ACQUIRE) &&
-        membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0) {
+    if (__atomic_load_n(&asymmetric, __ATOMIC_ACQUIRE) && barrier_all() != 0) {
         /* Registered, so it cannot fail; if it ever does, a pin stored just now may still sit in
          * a store buffer, which drains within microseconds: give it far more than that. */
         sleep_ns(10 * 1000 * 1000);

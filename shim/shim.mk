@@ -30,10 +30,11 @@ $(BUILD)/tests/unit/test_shim_options: $(BUILD)/obj/tests/unit/test_shim_options
 
 UNIT_TESTS += $(BUILD)/tests/unit/test_shim_options
 
-# The pins' unit test links pin.o and the per-thread records it pins through (tstate.o).
+# The pins' unit test links pin.o, the per-thread records it pins through (tstate.o) and base/
+# (barrier.h).
 $(BUILD)/obj/tests/unit/test_shim_pin.o: INC := $(SHIM_INC)
 $(BUILD)/tests/unit/test_shim_pin: $(BUILD)/obj/tests/unit/test_shim_pin.o $(BUILD)/obj/shim/pin.o \
-                                   $(BUILD)/obj/shim/tstate.o
+                                   $(BUILD)/obj/shim/tstate.o $(BASE_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcmocka
 

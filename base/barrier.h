@@ -1,0 +1,29 @@
+/* base/barrier.h — waiting and fencing across threads: the pieces npupool's lock-free paths share.
+ *
+ * Owns:
+ *   cpu_relax              one spin-wait hint (x86 pause, aarch64 yield; nothing elsewhere).
+ *   barrier_register       registers the process for expedited private membarrier (checked
+ *                          with MEMBARRIER_CMD_QUERY first); 1 when barrier_all may be used.
+ *                          Idempotent; costs an RCU grace period in a process with threads.
+ *   barrier_all            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): on return every running
+ *                          thread of the process has executed a full memory barrier.  0 on
+ *                          success; -1 where not registered or not available.
+ * Users: the ledger's shard spin locks (cpu_relax), the pool's thread caches and the shim's pins
+ * (the heavy side of their asymmetric fences).  No state: callers keep whether they registered.
+ */
+#ifndef NPUPOOL_BASE_BARRIER_H
+#define NPUPOOL_BASE_BARRIER_H
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+int barrier_register(void);
+int barrier_all(void);
+
+#endif
