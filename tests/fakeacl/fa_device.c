@@ -67,7 +67,11 @@ static int ctx_alive(const struct fa_ctx *c)
     return c && __atomic_load_n(&c->state, __ATOMIC_ACQUIRE) == CTX_ALIVE;
 }
 
-int fa_current_device(void) { return ctx_alive(fa_cur_ctx) ? fa_cur_ctx->dev : -1; }
+int fa_current_device(void)
+{
+    const struct fa_ctx *c = fa_cur_ctx; /* dev is stored atomically: a reused context slot */
+    return ctx_alive(c) ? __atomic_load_n(&c->dev, __ATOMIC_RELAXED) : -1;
+}
 
 int fa_device_valid(int32_t dev)
 {
@@ -106,7 +110,7 @@ aclError aclrtSetDevice(int32_t deviceId)
     struct fa_ctx *c = &fa_default_ctx[deviceId];
     if (__atomic_load_n(&c->state, __ATOMIC_ACQUIRE) != CTX_ALIVE) { /* the first SetDevice */
         fa_lock();
-        c->dev = deviceId;
+        __atomic_store_n(&c->dev, deviceId, __ATOMIC_RELAXED);
         __atomic_store_n(&c->state, CTX_ALIVE, __ATOMIC_RELEASE);
         fa_unlock();
     }
@@ -165,7 +169,7 @@ aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
     fa_lock();
     struct fa_ctx *c = fa_nctx < FA_MAX_CONTEXTS ? &fa_ctxs[fa_nctx++] : NULL;
     if (c) {
-        c->dev = deviceId;
+        __atomic_store_n(&c->dev, deviceId, __ATOMIC_RELAXED);
         __atomic_store_n(&c->state, CTX_ALIVE, __ATOMIC_RELEASE);
     }
     fa_unlock();
