@@ -6,8 +6,9 @@
  *     (1, 2, ...; 0 = no stack) never changes and its frames are never freed, so readers need no
  *     lock.  Memory grows with the number of distinct call sites only.
  *   - The live-record table (ledger/ledger.c): one 48-byte record per live allocation, keyed by
- *     address, in LEDGER_SHARDS shards (shard = hash of the address), each with its own mutex, its
- *     own open-addressing index of 32-bit record numbers and its own record slab.
+ *     address, in LEDGER_SHARDS shards (a thread records in its own shard; a free or lookup finds
+ *     the record in any), each with its own lock, its own open-addressing index of 32-bit record
+ *     numbers and its own record slab.
  *   With NPUPOOL_LEDGER_FILE both are mirrored into a file mapped shared (ledger_file.h), which
  *   outlives the process however it dies (`npupool recover`).
  *

@@ -55,7 +55,7 @@ for cut in 0 3 100 $((hsize - 1)); do
     head -c "$cut" good.ledger >cut.ledger
     refuse "cut at $cut" cut.ledger "ledger file\|truncated"
 done
-for cut in "$hsize" $((hsize + 1000)) $((end / 2)) $((end - 1)); do
+for cut in "$hsize" $((hsize + 1000)) $(((hsize + end) / 2)) $((end - 1)); do
     head -c "$cut" good.ledger >cut.ledger
     refuse "cut at $cut" cut.ledger "truncated: $cut bytes, its chunks end at $end"
     "$NP" recover cut.ledger --salvage -o salvaged.json 2>err
