@@ -18,9 +18,11 @@
  *              bottom of a call chain DEEP frames deep, so a backtrace has its full 16 frames.
  *              glibc is kept in its main arena as bench_pool does (mallopt: mmap threshold 32
  *              MiB, no trimming, one arena).
- *   threads    T = 1, 2, 4, 8 threads, each with its own 1,000 live blocks (512 B..1 MiB) and its
- *              own sequence, allocating through the shim at once (backtraces off) for a fixed
- *              number of pairs each.  Throughput per thread = pairs / wall time / min(T, CPUs):
+ *   threads    T = 1, 2, 4, 8 threads, each with its own 1,000 live blocks and its own sequence,
+ *              allocating through the shim at once (backtraces off) for a fixed number of pairs
+ *              each; two tables: sizes 512 B..256 KiB (every block from the pool's size classes,
+ *              which the thread caches serve) and 512 B..1 MiB (18 % of the blocks from the large
+ *              heap, under the pool lock).  Throughput per thread = pairs / wall time / min(T, CPUs):
  *              on a machine with fewer CPUs than threads, each running thread's share; the ratio
  *              to one thread shows what contention costs (locks, shared cache lines).  Also
  *              pairs per CPU-second of each thread (CLOCK_THREAD_CPUTIME_ID), and glibc (default
@@ -36,6 +38,8 @@
  *   --quick  one run of 20,000 pairs, threads 1 and 8 (a smoke test)
  * For a profiler, one allocator alone, untimed (run it with LD_PRELOAD and the options set):
  *   bench_shim --child loop LIVE LO HI PAIRS shim|glibc
+ *   bench_shim --child threads THREADS PAIRS SEED HI shim|glibc   (threads allocating at once,
+ *                                                                  sizes 512 B..HI)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -312,7 +316,7 @@ static void *thread_main(void *p)
 }
 
 /* "H <alloc> <threads> <pairs/s aggregate> <pairs per CPU-s, mean over threads>" */
-static int threads_row(enum alloc_kind kind, int n, size_t pairs, uint64_t seed)
+static int threads_row(enum alloc_kind kind, int n, size_t pairs, size_t hi, uint64_t seed)
 {
     pthread_t tid[THREAD_MAX];
     thread_arg_t arg[THREAD_MAX];
@@ -321,7 +325,7 @@ static int threads_row(enum alloc_kind kind, int n, size_t pairs, uint64_t seed)
     pthread_barrier_init(&go, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
         arg[i] = (thread_arg_t){.kind = kind, .ready = &ready, .go = &go};
-        seq_make(&arg[i].s, THREAD_LIVE, 512, 1 << 20, 20000, pairs, seed + (uint64_t)i * 7919);
+        seq_make(&arg[i].s, THREAD_LIVE, 512, hi, 20000, pairs, seed + (uint64_t)i * 7919);
         pthread_create(&tid[i], NULL, thread_main, &arg[i]);
     }
     pthread_barrier_wait(&ready);
@@ -348,10 +352,11 @@ static int threads_row(enum alloc_kind kind, int n, size_t pairs, uint64_t seed)
     return 0;
 }
 
-static int child_threads(int n, size_t pairs, uint64_t seed)
+/* Sizes 512 B..hi; both allocators, or only `only` ("shim" or "glibc": for a profiler). */
+static int child_threads(int n, size_t pairs, uint64_t seed, size_t hi, const char *only)
 {
-    if (threads_row(A_SHIM, n, pairs, seed) != 0) return 1;
-    return threads_row(A_GLIBC, n, pairs, seed);
+    if (strcmp(only, "glibc") != 0 && threads_row(A_SHIM, n, pairs, hi, seed) != 0) return 1;
+    return strcmp(only, "shim") != 0 ? threads_row(A_GLIBC, n, pairs, hi, seed) : 0;
 }
 
 /* ---- the driver ------------------------------------------------------------------------------ */
@@ -450,6 +455,67 @@ static double load1(void)
     return getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
+/* One threads table: sizes 512 B..hi.  1 when the goal is met, 0 when not, -1 when a child
+ * failed. */
+static int threads_table(int runs, size_t pairs, int quick, size_t hi, long cpus, char *buf)
+{
+    int rows[] = {1, 2, 4, 8}, nrows = quick ? 2 : 4;
+    if (quick) rows[1] = 8;
+    double shim_tp[4][MAX_RUNS], shim_cpu[4][MAX_RUNS], gl_tp[4][MAX_RUNS];
+    size_t tpairs = pairs < 50000 ? pairs : pairs / 2;
+    for (int r = 0; r < runs; r++) {
+        for (int k = 0; k < nrows; k++) {
+            char nt[16], np[32], seed[32], hs[32];
+            snprintf(nt, sizeof nt, "%d", rows[k]);
+            snprintf(np, sizeof np, "%zu", tpairs);
+            snprintf(seed, sizeof seed, "%d", 100 + r);
+            snprintf(hs, sizeof hs, "%zu", hi);
+            char *args[] = {g_self, "--child", "threads", nt, np, seed, hs, NULL};
+            if (run_child(args, "0", buf, 1 << 16) != 0) {
+                fprintf(stderr, "bench_shim: the threads child (%d) failed:\n%s\n", rows[k], buf);
+                return -1;
+            }
+            for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+                char name[16];
+                int n;
+                double tp, cpu;
+                if (sscanf(l, "H %15s %d %lf %lf", name, &n, &tp, &cpu) != 4) continue;
+                if (strcmp(name, "shim") == 0) {
+                    shim_tp[k][r] = tp;
+                    shim_cpu[k][r] = cpu;
+                } else {
+                    gl_tp[k][r] = tp;
+                }
+            }
+        }
+    }
+    printf("\n%d threads (each its own 1,000 live blocks, 512 B-%s, backtraces off), %zu pairs "
+           "per thread:\n",
+           THREAD_MAX,
+           hi == (1u << 20) ? "1 MiB (18 % from the large heap)"
+                            : "256 KiB (all from size classes)",
+           tpairs);
+    printf("%-8s %14s %16s %10s %16s %18s\n", "threads", "shim pairs/s", "per running thr",
+           "vs 1 thr", "per CPU-s/thread", "glibc per run thr");
+    double one = 0, one_cpu = 0;
+    int threads_met = 1;
+    for (int k = 0; k < nrows; k++) {
+        double tp = median_of(shim_tp[k], runs), cpu = median_of(shim_cpu[k], runs);
+        double gl = median_of(gl_tp[k], runs);
+        double running = (double)(rows[k] < cpus ? rows[k] : cpus);
+        double per = tp / running;
+        if (k == 0) one = per, one_cpu = cpu;
+        double slow = per > 0 ? one / per : 0;
+        if (rows[k] == THREAD_MAX) threads_met = slow <= 2.0;
+        printf("%-8d %14.0f %16.0f %9.2fx %16.0f %18.0f\n", rows[k], tp, per, slow, cpu,
+               gl / running);
+    }
+    (void)one_cpu;
+    printf("goal: throughput per thread with %d threads within 2x of one thread: %s\n", THREAD_MAX,
+           threads_met ? "met" : "NOT met");
+    return threads_met;
+}
+
 static int driver(int runs, size_t pairs, int quick)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -508,58 +574,16 @@ static int driver(int runs, size_t pairs, int quick)
            "p99 / p99.9 at 1,000 live, bt off: %.0f / %.0f; the timer resolves %.1f ns)\n",
            runs, fig_median(&sc[0].glibc, 1), fig_median(&sc[0].glibc, 2), sc[0].tick_ns);
 
-    /* threads */
-    int rows[] = {1, 2, 4, 8}, nrows = quick ? 2 : 4;
-    if (quick) rows[1] = 8;
-    double shim_tp[4][MAX_RUNS], shim_cpu[4][MAX_RUNS], gl_tp[4][MAX_RUNS];
-    size_t tpairs = pairs < 50000 ? pairs : pairs / 2;
-    for (int r = 0; r < runs; r++) {
-        for (int k = 0; k < nrows; k++) {
-            char nt[16], np[32], seed[32];
-            snprintf(nt, sizeof nt, "%d", rows[k]);
-            snprintf(np, sizeof np, "%zu", tpairs);
-            snprintf(seed, sizeof seed, "%d", 100 + r);
-            char *args[] = {g_self, "--child", "threads", nt, np, seed, NULL};
-            if (run_child(args, "0", buf, 1 << 16) != 0) {
-                fprintf(stderr, "bench_shim: the threads child (%d) failed:\n%s\n", rows[k], buf);
-                return 1;
-            }
-            for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-                char name[16];
-                int n;
-                double tp, cpu;
-                if (sscanf(l, "H %15s %d %lf %lf", name, &n, &tp, &cpu) != 4) continue;
-                if (strcmp(name, "shim") == 0) {
-                    shim_tp[k][r] = tp;
-                    shim_cpu[k][r] = cpu;
-                } else {
-                    gl_tp[k][r] = tp;
-                }
-            }
+    /* threads: two size ranges */
+    const size_t his[2] = {256 << 10, 1 << 20};
+    for (int h = 0; h < 2; h++) {
+        int met = threads_table(runs, pairs, quick, his[h], cpus, buf);
+        if (met < 0) {
+            free(buf);
+            return 1;
         }
+        all_met &= met;
     }
-    printf("\n8 threads (each its own 1,000 live blocks, 512 B-1 MiB, backtraces off), %zu pairs "
-           "per thread:\n",
-           tpairs);
-    printf("%-8s %14s %16s %10s %16s %18s\n", "threads", "shim pairs/s", "per running thr",
-           "vs 1 thr", "per CPU-s/thread", "glibc per run thr");
-    double one = 0, one_cpu = 0;
-    int threads_met = 1;
-    for (int k = 0; k < nrows; k++) {
-        double tp = median_of(shim_tp[k], runs), cpu = median_of(shim_cpu[k], runs);
-        double gl = median_of(gl_tp[k], runs);
-        double running = (double)(rows[k] < cpus ? rows[k] : cpus);
-        double per = tp / running;
-        if (k == 0) one = per, one_cpu = cpu;
-        double slow = per > 0 ? one / per : 0;
-        if (rows[k] == THREAD_MAX) threads_met = slow <= 2.0;
-        printf("%-8d %14.0f %16.0f %9.2fx %16.0f %18.0f\n", rows[k], tp, per, slow, cpu,
-               gl / running);
-    }
-    (void)one_cpu;
-    printf("goal: throughput per thread with 8 threads within 2x of one thread: %s\n",
-           threads_met ? "met" : "NOT met");
-    all_met &= threads_met;
     printf("\nload average %.2f before, %.2f after; goals %s\n", load_before, load1(),
            all_met ? "all met" : "NOT all met");
     free(buf);
@@ -580,9 +604,10 @@ int main(int argc, char **argv)
         if (strcmp(argv[2], "loop") == 0 && argc == 8)
             return child_loop(strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10),
                               strtoul(argv[5], NULL, 10), strtoul(argv[6], NULL, 10), argv[7]);
-        if (strcmp(argv[2], "threads") == 0 && argc == 6)
+        if (strcmp(argv[2], "threads") == 0 && (argc == 7 || argc == 8))
             return child_threads(atoi(argv[3]), strtoul(argv[4], NULL, 10),
-                                 strtoull(argv[5], NULL, 10));
+                                 strtoull(argv[5], NULL, 10), strtoul(argv[6], NULL, 10),
+                                 argc == 8 ? argv[7] : "both");
         fprintf(stderr, "bench_shim: bad child arguments\n");
         return 2;
     }
