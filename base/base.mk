@@ -1,5 +1,5 @@
 # base/base.mk — the base layer: what every other layer may use, and which uses nothing of npupool.
-#   $(BUILD)/libnpupool_base.a      log sink, formatting, io, clocks, path patterns, rank, the
+#   $(BUILD)/libnpupool_base.a      log sink, formatting, io, clocks, locks, path patterns, rank, the
 #                                   address hash map, parsers, assertions, build ids, the version
 #                                   (vocab.h, wire.h: headers; version.c: the top Makefile's rule)
 #   $(BUILD)/tests/unit/test_base*  cmocka unit tests

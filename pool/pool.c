@@ -74,10 +74,7 @@ pool_t *pool_new(uintptr_t base, size_t size, unsigned chunk_shift)
     p->uend = uend;
     tlsf_init(&p->large, DESC_FREE, chunk_shift);
     desc_store_init(&p->desc);
-    if (pthread_mutex_init(&p->lock, NULL) != 0) {
-        free(p);
-        return NULL;
-    }
+    lock_init(&p->lock);
     if (addrmap_init(&p->live, POOL_MAP_INITIAL) != 0 || desc_reserve(&p->desc, 1) != 0 ||
         slab_init(&p->slab, ubase, uend - ubase, &p->large, &p->desc) != 0) {
         pool_destroy(p);
@@ -107,7 +104,6 @@ void pool_destroy(pool_t *p)
     slab_destroy(&p->slab);
     addrmap_destroy(&p->live);
     desc_store_destroy(&p->desc);
-    pthread_mutex_destroy(&p->lock);
     if (p->vmm) {
         free(p->vmm->mapped_bits);
         free(p->vmm->handle);
@@ -136,8 +132,8 @@ size_t pool_capacity(const pool_t *p)
     return p->vmm ? p->vmm->limit : p->size;
 }
 
-void pool_lock(pool_t *p) { pthread_mutex_lock(&p->lock); }
-void pool_unlock(pool_t *p) { pthread_mutex_unlock(&p->lock); }
+void pool_lock(pool_t *p) { lock_acquire(&p->lock); }
+void pool_unlock(pool_t *p) { lock_release(&p->lock); }
 
 /* The pool's own share of a live block (pre: lock held): large blocks, and small ones of a
  * thread without a cache.  sum_sync follows (the peak and the lock-free mirror). */
@@ -268,12 +264,12 @@ static int alloc_locked(pool_t *p, cache_t *c, unsigned k, alloc_req_t *r, uintp
                         pool_refusal_t *why)
 {
     int grow_refused = 0, ok;
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     if (c && pool_cache_refill(p, c, k, r->granted, r->requested, out)) {
         pool_cache_sync(p, c);
         pool_publish(p);
-        pthread_mutex_unlock(&p->lock);
+        lock_release(&p->lock);
         return POOL_OK;
     }
     if (r->need <= SLAB_MAX && slab_slot_escapes(r->granted, r->requested) &&
@@ -294,7 +290,7 @@ static int alloc_locked(pool_t *p, cache_t *c, unsigned k, alloc_req_t *r, uintp
             pool_cache_go(p);
         }
         pool_publish(p);
-        pthread_mutex_unlock(&p->lock);
+        lock_release(&p->lock);
         return POOL_ENOMEM;
     }
     debug_assert_internal(r->addr % POOL_ALIGN == 0 && r->addr >= p->ubase &&
@@ -303,7 +299,7 @@ static int alloc_locked(pool_t *p, cache_t *c, unsigned k, alloc_req_t *r, uintp
     if (c) pool_cache_sync(p, c);
     pool_publish(p);
     *out = r->addr;
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     return POOL_OK;
 }
 
@@ -348,7 +344,7 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool
 static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_out,
                        size_t *requested_out)
 {
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     int rc = POOL_OK;
     slab_page_t *pg;
@@ -399,7 +395,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
     }
     if (c) pool_cache_sync(p, c);
     pool_publish(p);
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     return rc;
 }
 
@@ -407,11 +403,11 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
  * lock and give them back. */
 static void free_emptied(pool_t *p, cache_t *c)
 {
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     pool_cache_empty(p, c);
     pool_cache_sync(p, c);
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
 }
 
 int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out)
@@ -460,7 +456,7 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
 int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requested)
 {
     if (!pool_contains(p, addr)) return POOL_ENOTOWNED;
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     int rc = POOL_ENOTLIVE;
     slab_page_t *pg = slab_page_of(&p->slab, addr);
@@ -479,6 +475,6 @@ int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requeste
         if (requested) *requested = b->requested;
         rc = POOL_OK;
     }
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     return rc;
 }

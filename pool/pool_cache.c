@@ -417,7 +417,7 @@ static void cache_release(cache_t *c)
     pthread_mutex_lock(&cache_lock);
     pool_t *p = c->pool;
     if (p) {
-        pthread_mutex_lock(&p->lock);
+        lock_acquire(&p->lock);
         pool_cache_locked(p);
         fold(p, c);
         cache_unlink_pool(p, c);
@@ -431,7 +431,7 @@ static void cache_release(cache_t *c)
         }
         if (p->slab.taken == 0 && addrmap_count(&p->live) == 0) slab_release_cached(&p->slab);
         pool_publish(p);
-        pthread_mutex_unlock(&p->lock);
+        lock_release(&p->lock);
     }
     cache_unlink_all(c);
     cache_free(c);
@@ -575,9 +575,9 @@ static cache_t *cache_new(pool_t *p, cache_thread_t *t)
     c->owner = t;
     pthread_mutex_lock(&cache_lock);
     sweep();
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     if (!p->xfer && xfer_make(p) != 0) {
-        pthread_mutex_unlock(&p->lock);
+        lock_release(&p->lock);
         pthread_mutex_unlock(&cache_lock);
         cache_free(c);
         return NULL;
@@ -587,7 +587,7 @@ static cache_t *cache_new(pool_t *p, cache_thread_t *t)
     p->caches = c;
     mark_alone(p);
     c->base = p->sum_sync;
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     c->gnext = all_caches;
     if (c->gnext) c->gnext->gprev = c;
     all_caches = c;
@@ -689,8 +689,8 @@ void pool_cache_drain_all(pool_t *p)
 void pool_drain_caches(pool_t *p)
 {
     if (!p) return;
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     pool_cache_drain_all(p);
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
 }

@@ -838,7 +838,7 @@ int pool_check(pool_t *p, char *why, size_t why_len)
         if (why && why_len) snprintf(why, why_len, "NULL pool");
         return 1;
     }
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     pool_cache_stop(p); /* the caches hold still: item 9 */
     chk_t c = {.p = p, .why = why, .why_len = why_len};
@@ -863,6 +863,6 @@ int pool_check(pool_t *p, char *why, size_t why_len)
     if (c.bad == 0)                   /* the summary follows links the checks above vouch for */
         check_summary(&c);
     pool_cache_go(p);
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     return c.bad;
 }

@@ -36,6 +36,7 @@
 #include "addrmap.h"
 #include "debug.h"
 #include "desc.h"
+#include "lock.h"
 #include "pool.h"
 #include "slab.h"
 #include "tlsf.h"
@@ -157,7 +158,7 @@ struct pool {
     pool_vmm_t *vmm;             /* virtual-memory backing (immutable pointer), NULL: block */
     unsigned stw;                /* atomic: stops in progress; while non-zero, fast paths lock */
     slab_t slab;                 /* size-class slabs (their pages are PAGE blocks of `large`) */
-    pthread_mutex_t lock;        /* guards everything below, and the slab's mutable part */
+    lock_t lock;                 /* guards everything below, and the slab's mutable part */
     uint32_t check_epoch;        /* pool_check's mark generation */
     tlsf_t large;                /* the FREE blocks of the tiling of [ubase, uend) */
     desc_store_t desc;           /* descriptor storage */

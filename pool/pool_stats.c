@@ -386,14 +386,14 @@ size_t pool_refusal_describe(const pool_refusal_t *r, char *buf, size_t len)
 void pool_explain(pool_t *p, size_t granted, pool_refusal_t *out)
 {
     debug_assert(p != NULL && out != NULL);
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     /* As pool_alloc before it refuses: every thread's cached blocks back to their pages. */
     pool_cache_drain_all(p);
     pool_cache_stop(p);
     pool_classify(p, granted, 0, out);
     pool_cache_go(p);
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
 }
 
 int pool_snapshot(pool_t *p, pool_stats_t *stats, pool_walk_fn cb, void *ctx)
@@ -402,13 +402,13 @@ int pool_snapshot(pool_t *p, pool_stats_t *stats, pool_walk_fn cb, void *ctx)
         if (stats) memset(stats, 0, sizeof *stats);
         return 0;
     }
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     pool_cache_stop(p); /* one instant: no thread is in a fast path until pool_cache_go */
     if (stats) stats_locked(p, stats);
     int r = cb ? pool_walk_locked(p, cb, ctx, UINT64_MAX) : 0;
     pool_cache_go(p);
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     return r;
 }
 

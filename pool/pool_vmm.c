@@ -385,9 +385,9 @@ static void plan_commit(pool_t *p, plan_t *pl)
 /* Plan, run without the lock, commit.  pre and post: lock held. */
 static void plan_execute(pool_t *p, plan_t *pl)
 {
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     plan_run(p->vmm, pl);
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     plan_commit(p, pl);
 }
 
@@ -470,7 +470,7 @@ size_t pool_grow(pool_t *p, size_t bytes)
 {
     if (!p || !p->vmm || bytes == 0) return 0;
     pool_vmm_t *v = p->vmm;
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     size_t k = bytes > SIZE_MAX - v->chunk ? v->nchunks : (bytes + v->chunk - 1) >> v->chunk_shift;
     size_t room = pool_vmm_headroom(p) >> v->chunk_shift;
@@ -484,7 +484,7 @@ size_t pool_grow(pool_t *p, size_t bytes)
         mapped = pl.dst_done << v->chunk_shift;
         plan_free(&pl);
     }
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     return mapped;
 }
 
@@ -492,7 +492,7 @@ size_t pool_give_back(pool_t *p, size_t bytes)
 {
     if (!p || !p->vmm || bytes == 0) return 0;
     pool_vmm_t *v = p->vmm;
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     pool_cache_locked(p);
     /* A chunk whose blocks are all in threads' caches is free memory: they go back first. */
     pool_cache_drain_all(p);
@@ -508,7 +508,7 @@ size_t pool_give_back(pool_t *p, size_t bytes)
         if (freed) v->give_backs++;
         plan_free(&pl);
     }
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     return freed;
 }
 
@@ -516,7 +516,7 @@ int pool_release_backing(pool_t *p)
 {
     if (!p || !p->vmm) return 0;
     pool_vmm_t *v = p->vmm;
-    pthread_mutex_lock(&p->lock);
+    lock_acquire(&p->lock);
     v->released = 1;
     size_t n = 0, cap = v->mapped >> v->chunk_shift;
     struct {
@@ -531,7 +531,7 @@ int pool_release_backing(pool_t *p)
     }
     int failed = cap && !m; /* host OOM: the runtime takes everything back at finalize anyway */
     v->mapped -= n << v->chunk_shift;
-    pthread_mutex_unlock(&p->lock);
+    lock_release(&p->lock);
     for (size_t i = 0; i < n; i++) {
         if (v->ops.unmap(v->ops.ctx, m[i].va) != 0) {
             failed++;
