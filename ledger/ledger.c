@@ -2,15 +2,19 @@
  *
  * Owns: the shards of the live-record table, the sequence counter and the per-thread tid cache.
  *
- * Shards follow threads: a thread records its allocations in its own shard (the threads of the
- * process take the shards round-robin at their first allocation), so that a thread allocating
- * and freeing its own blocks touches only cache lines no other thread writes.  Keyed by address
- * shards (the earlier design) made every record, index slot and shard lock bounce between the
- * threads' CPUs: with two threads each pair through the shim cost 1.9x its one-thread figure,
- * 1.23x with shards by thread (bench_shim threads, sizes <= 256 KiB, 2 vCPUs).  A free, a lookup
- * looks in the caller's shard first, then in the shard where the caller last found another
- * thread's record (a consumer freeing a producer's blocks), then in the rest: a record is found
- * wherever it is, and a free from another thread costs at most LEDGER_SHARDS probes.
+ * Shards follow threads: the LEDGER_SHARDS shards form GROUPS groups of GROUP_SHARDS; a thread
+ * records its allocations in its own group (the threads of the process take the groups
+ * round-robin at their first allocation), in the group's shard named by the address's hash.  So
+ * a thread allocating and freeing its own blocks touches only cache lines no other thread of a
+ * different group writes: with shards keyed by address alone (the earlier design) every record,
+ * index slot and shard lock bounced between the threads' CPUs, and two threads through the shim
+ * each paid 1.9x the one-thread cost per pair, 1.23x with groups (bench_shim threads, sizes <=
+ * 256 KiB, 2 vCPUs).  A group has several shards so that a thread's index never grows past a
+ * sixteenth of its records: the index doubles under the shard lock, and one shard per thread
+ * stalled one allocation 55 ms at 2 million live (3 ms with sixteen).  A free, a lookup looks in
+ * the address's shard of the caller's group first, then of the group where the caller last found
+ * another thread's record (a consumer freeing a producer's blocks), then of every other group: a
+ * record is found wherever it is, and a free from another thread costs at most GROUPS probes.
  *
  * Layout (per shard; an index slot's home = bits of a 64-bit mix of the address):
  *   - records live in a slab of REC_CHUNK-record chunks that never move; a record is named by
@@ -70,8 +74,8 @@
 #include "ledger_file.h"
 #include "ledger_internal.h"
 
-#define REC_CHUNK 1024u /* records per slab chunk (48 KiB) */
-#define SLOT_BITS 25u   /* index slot: record number + 1 in the low bits, the tag above */
+#define REC_CHUNK 256u /* records per slab chunk (12 KiB; a thread group touches 16 shards) */
+#define SLOT_BITS 25u  /* index slot: record number + 1 in the low bits, the tag above */
 #define SLOT_REC ((1u << SLOT_BITS) - 1u)
 #define INDEX_MIN 256u /* initial index slots of a shard */
 #define SIZE_MAX48 ((UINT64_C(1) << 48) - 1)
@@ -107,12 +111,15 @@ typedef struct shard {
 static shard_t shards[LEDGER_SHARDS];
 static _Atomic uint64_t g_seq; /* last sequence number issued */
 static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 = not yet read */
-static unsigned g_shard_next; /* atomic: the shard the next new thread records in */
-/* the thread's own shard + 1, and the shard + 1 where its last free of another thread's block
+#define GROUP_SHARDS 16u                      /* shards of a thread group (a power of two) */
+#define GROUPS (LEDGER_SHARDS / GROUP_SHARDS) /* thread groups */
+_Static_assert(GROUPS >= 1 && GROUPS * GROUP_SHARDS == LEDGER_SHARDS, "whole groups");
+_Static_assert(GROUPS <= 255, "a group number + 1 fits a byte");
+static unsigned g_group_next; /* atomic: the group the next new thread records in */
+/* the thread's own group + 1, and the group + 1 where its last free of another thread's block
  * found the record (0 = none yet) */
-static __thread uint8_t t_shard __attribute__((tls_model("initial-exec")));
+static __thread uint8_t t_group __attribute__((tls_model("initial-exec")));
 static __thread uint8_t t_hint __attribute__((tls_model("initial-exec")));
-_Static_assert(LEDGER_SHARDS <= 255, "a shard number + 1 fits a byte");
 
 __attribute__((noinline)) static void shard_lock_wait(shard_t *s)
 {
@@ -145,13 +152,18 @@ static uint64_t addr_hash(uintptr_t a)
     return x;
 }
 
-/* The calling thread's shard (taken round-robin at its first call). */
-static shard_t *my_shard(void)
+/* The calling thread's group (taken round-robin at its first call). */
+static unsigned my_group(void)
 {
-    if (__builtin_expect(!t_shard, 0))
-        t_shard =
-            (uint8_t)(__atomic_fetch_add(&g_shard_next, 1, __ATOMIC_RELAXED) % LEDGER_SHARDS + 1);
-    return &shards[t_shard - 1];
+    if (__builtin_expect(!t_group, 0))
+        t_group = (uint8_t)(__atomic_fetch_add(&g_group_next, 1, __ATOMIC_RELAXED) % GROUPS + 1);
+    return t_group - 1u;
+}
+
+/* The shard of group g that holds the addresses of hash h. */
+static shard_t *shard_in(unsigned g, uint64_t h)
+{
+    return &shards[g * GROUP_SHARDS + (unsigned)(h & (GROUP_SHARDS - 1))];
 }
 static unsigned shard_index(const shard_t *s) { return (unsigned)(s - shards); }
 static uint32_t home_of(const shard_t *s, uint64_t h) { return (uint32_t)(h >> 8) & s->mask; }
@@ -308,7 +320,7 @@ void ledger_record_alloc_at(uintptr_t addr, int device, size_t requested, size_t
     uint64_t h = addr_hash(addr);
     uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
     uint32_t tid = my_tid();
-    shard_t *s = my_shard();
+    shard_t *s = shard_in(my_group(), h);
 
     shard_lock(s);
     rec_t *r = NULL;
@@ -357,22 +369,22 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
 /* What find_record does with the record it finds (pre: its shard locked). */
 typedef void (*rec_visit_fn)(shard_t *s, long slot, void *arg);
 
-/* Looks for addr's record: the caller's shard, the hint, then every other shard; calls visit on
- * the first one found, its shard locked.  1 when found. */
+/* Looks for addr's record in its shard of: the caller's group, the hint's, then every other
+ * group; calls visit on the first one found, its shard locked.  1 when found. */
 static int find_record(uintptr_t addr, rec_visit_fn visit, void *arg)
 {
     uint64_t h = addr_hash(addr);
-    shard_t *own = my_shard();
-    unsigned hint = t_hint;
-    for (int k = -2; k < LEDGER_SHARDS; k++) {
-        shard_t *s = k == -2 ? own : k == -1 ? (hint ? &shards[hint - 1] : NULL) : &shards[k];
-        if (!s || (k >= 0 && (s == own || (hint && s == &shards[hint - 1])))) continue;
+    unsigned own = my_group(), hint = t_hint ? t_hint - 1u : own;
+    for (unsigned k = 0; k < GROUPS + 2; k++) {
+        unsigned g = k == 0 ? own : k == 1 ? hint : k - 2;
+        if (k == 1 ? hint == own : (k >= 2 && (g == own || g == hint))) continue;
+        shard_t *s = shard_in(g, h);
         shard_lock(s);
         long slot = index_find(s, addr, h);
         if (slot >= 0) {
             visit(s, slot, arg);
             shard_unlock(s);
-            if (s != own) t_hint = (uint8_t)(shard_index(s) + 1);
+            if (g != own) t_hint = (uint8_t)(g + 1);
             return 1;
         }
         shard_unlock(s);
@@ -629,10 +641,14 @@ int ledger_check(char *why, size_t why_len)
             if (!r->addr) continue;
             live++;
             uint64_t h = addr_hash(r->addr);
-            for (int o = 0; o < LEDGER_SHARDS; o++) /* (every shard is locked) */
-                if (o != k && index_find(&shards[o], r->addr, h) >= 0)
-                    FAIL("shard %d: record %u (addr %#lx) is live in shard %d too", k, n,
-                         (unsigned long)r->addr, o);
+            if (shard_in((unsigned)k / GROUP_SHARDS, h) != s)
+                FAIL("shard %d: record %u is in the wrong shard of its group", k, n);
+            for (unsigned g = 0; g < GROUPS; g++) { /* (every shard is locked) */
+                shard_t *o = shard_in(g, h);
+                if (o != s && index_find(o, r->addr, h) >= 0)
+                    FAIL("shard %d: record %u (addr %#lx) is live in shard %u too", k, n,
+                         (unsigned long)r->addr, shard_index(o));
+            }
             long slot = index_find(s, r->addr, h);
             if (slot < 0 || s->index[slot] != slot_value(n, h))
                 FAIL("shard %d: record %u (addr %#lx) not found through the index", k, n,

@@ -6,9 +6,9 @@
  *     (1, 2, ...; 0 = no stack) never changes and its frames are never freed, so readers need no
  *     lock.  Memory grows with the number of distinct call sites only.
  *   - The live-record table (ledger/ledger.c): one 48-byte record per live allocation, keyed by
- *     address, in LEDGER_SHARDS shards (a thread records in its own shard; a free or lookup finds
- *     the record in any), each with its own lock, its own open-addressing index of 32-bit record
- *     numbers and its own record slab.
+ *     address, in LEDGER_SHARDS shards (a thread records in its own group of shards, the shard
+ *     named by the address; a free or lookup finds the record in any group), each with its own
+ *     lock, its own open-addressing index of 32-bit record numbers and its own record slab.
  *   With NPUPOOL_LEDGER_FILE both are mirrored into a file mapped shared (ledger_file.h), which
  *   outlives the process however it dies (`npupool recover`).
  *
@@ -29,7 +29,9 @@
  *
  * Host memory: at most 64 bytes per live allocation (48-byte record + a 4-byte index slot at a load
  * factor of 0.35..0.7 + slab rounding), plus the interned stacks (16 + 8 * depth bytes each, plus
- * a 4-byte hash slot).  tests/unit/test_ledger.c and bench/bench_ledger.c measure it.
+ * a 4-byte hash slot), plus a first 12 KiB record chunk and 1 KiB index in each shard in use
+ * (16 per thread group: 208 KiB for a process with one allocating thread, 1.6 MiB with all 8
+ * groups).  tests/unit/test_ledger.c and bench/bench_ledger.c measure it.
  */
 #ifndef NPUPOOL_LEDGER_H
 #define NPUPOOL_LEDGER_H
@@ -45,7 +47,7 @@ extern "C" {
 
 #define LEDGER_DEFAULT_DEPTH 16 /* frames kept per stack when NPUPOOL_BACKTRACE_DEPTH is unset */
 #define LEDGER_MAX_DEPTH 128    /* largest accepted depth */
-#define LEDGER_SHARDS 16        /* live-record table shards (power of two) */
+#define LEDGER_SHARDS 128       /* live-record table shards: 8 thread groups of 16 (ledger.c) */
 
 /* glibc's dlsym for handles npupool opened itself.  Inside libnpupool.so a plain call to dlsym
  * binds to the shim's exported dlsym (which answers for the application), so the shim passes the

