@@ -7,15 +7,16 @@
  * dropping the caches of a destroyed pool, and pool_drain_caches().
  *
  * What a cache is.  For each size class below the 256 KiB one (79 classes), a magazine: a stack
- * of up to cap(c) = clamp(128 KiB / slot, 1, 16) slots taken from their pages.  For the pool
- * such a slot is taken (its bit is clear, its page cannot be released); for the application it
- * is free (its record says SLAB_SLOT_CACHED, the statistics and pool_walk count it as a free
- * slot, never as live).  The owner pops and pushes without the pool lock; a magazine that is
- * empty is refilled with up to cap/2 (rounded up) slots of its class under the lock (from the class's
- * partial pages, or at most one page made for it), a full one gives its oldest half back, and
- * a cache about to pass CACHE_BYTES_MAX (4 MiB) of slots gives half of its magazines back, one after the other, until it would not.  So one
- * thread hoards at most 4 MiB of one pool.  Statistics of small blocks are kept in the cache of
- * the thread that allocated or freed them and summed when read.
+ * of up to cap(c) = clamp(CACHE_CLASS_BYTES / slot, 1, CACHE_MAG_MAX) slots taken from their
+ * pages.  For the pool such a slot is taken (its bit is clear, its page cannot be released); for
+ * the application it is free (its record says SLAB_SLOT_CACHED, the statistics and pool_walk
+ * count it as a free slot, never as live).  The owner pops and pushes without the pool lock; a
+ * magazine that is empty is refilled under the lock with up to cap/2 (rounded up, at most
+ * CACHE_REFILL_MAX) slots of its class (from the class's partial pages, or at most one page made
+ * for it), a full one gives its oldest CACHE_FLUSH(cap) back, and a cache about to pass
+ * CACHE_BYTES_MAX (4 MiB) of slots gives half of its magazines back, one after the other, until
+ * it would not.  So one thread hoards at most 4 MiB of one pool.  Statistics of small blocks are
+ * kept in the cache of the thread that allocated or freed them and summed when read.
  *
  * Stopping the fast paths (asymmetric Dekker).  The owner opens a busy window by storing
  * busy = 1, then (a compiler barrier only) reads the pool's stw; a stopper, holding the pool
@@ -217,6 +218,7 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
     if (m->n == 0) {
         slab_class_t *cl = &p->slab.cls[k];
         uint32_t want = (m->cap + 1) / 2;
+        if (want > CACHE_REFILL_MAX) want = CACHE_REFILL_MAX;
         size_t room = c->bytes < CACHE_BYTES_MAX ? (CACHE_BYTES_MAX - c->bytes) / slot : 0;
         if (want > room) want = room ? (uint32_t)room : 1;
         if (want > m->cap) want = m->cap;
