@@ -302,7 +302,7 @@ size_t pool_size(const pool_t *pool);
 size_t pool_capacity(const pool_t *pool);
 
 /* Give the blocks of every thread's cache of this pool back to their pages (a thread cache
- * keeps up to 4 MiB of small blocks per pool: pool_cache.c).  Changes no figure an application
+ * keeps up to 8 MiB of small blocks per pool: pool_cache.c).  Changes no figure an application
  * sees: a cached block is free memory either way.  pool_alloc does it before it refuses,
  * pool_explain and pool_give_back before they look. */
 void pool_drain_caches(pool_t *pool);
