@@ -82,7 +82,7 @@ typedef struct pool_vmm {
  * those trims were the slowest pairs at 100,000 live: bench_peers p99.9 at 100,000 live 330 ns
  * with 4 MiB, 190-200 with 8, 220 with 16 (where the mean at 1,000,000 live rose 67 -> 88 ns). */
 #define CACHE_BYTES_MAX ((size_t)8 << 20)
-#define CACHE_POOLS 4u                        /* pools a thread caches for at once */
+#define CACHE_POOLS 4u /* pools a thread caches for at once */
 #ifndef CACHE_FLUSH_DIV
 #define CACHE_FLUSH_DIV 8u
 #endif
