@@ -1,8 +1,13 @@
 /* tests/programs/threads.c — NTHREADS threads (argv[1], default 8) allocate, write, verify and free
  * concurrently through every entry point; each block is stamped with its owner and checked before
- * it is freed, so overlapping blocks or lost writes show up as a failed check. */
+ * it is freed, so overlapping blocks or lost writes show up as a failed check.
+ * `threads N handoff`: each thread also hands blocks it allocated to the next thread (a one-slot
+ * inbox), which checks and frees them, so most frees come from another thread than the one that
+ * allocated (npupool's ledger keeps a thread's records in that thread's shards, the pool's thread
+ * caches take other threads' blocks); what is left in the inboxes is freed by main. */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "acl/acl.h"
@@ -12,6 +17,47 @@
 #define ROUNDS 3000
 
 static int failures;
+static int nthreads = 8;
+
+/* A block on its way to another thread. */
+typedef struct handoff {
+    unsigned char *ptr;
+    size_t size;
+    unsigned char tag;
+} handoff_t;
+static handoff_t *inbox[256]; /* atomic: thread i's one-slot inbox */
+
+static void check_and_free(handoff_t *h)
+{
+    if (h->ptr[0] != h->tag || h->ptr[h->size - 1] != h->tag)
+        __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+    if (aclrtFree(h->ptr) != ACL_SUCCESS) __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+    free(h);
+}
+
+/* Thread id's handoff step: free what arrived, then send a new block to the next thread (or
+ * free it here when that thread has not taken the last one yet). */
+static void handoff_round(unsigned id, size_t size)
+{
+    handoff_t *got = __atomic_exchange_n(&inbox[id], NULL, __ATOMIC_ACQ_REL);
+    if (got) check_and_free(got);
+    handoff_t *h = malloc(sizeof *h);
+    if (!h) return;
+    h->size = size;
+    h->tag = (unsigned char)(0x80 | id);
+    if (aclrtMalloc((void **)&h->ptr, size, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {
+        __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+        free(h);
+        return;
+    }
+    memset(h->ptr, h->tag, size);
+    handoff_t *empty = NULL;
+    unsigned next = (id + 1) % (unsigned)nthreads;
+    if (!__atomic_compare_exchange_n(&inbox[next], &empty, h, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        check_and_free(h);
+}
+static int handoff;
 
 static void *worker(void *arg)
 {
@@ -28,6 +74,10 @@ static void *worker(void *arg)
         rng ^= rng >> 7;
         rng ^= rng << 17;
         int slot = (int)(rng % LIVE);
+        if (handoff && (r & 1)) {
+            handoff_round(id, ((size_t)1 << (rng >> 40) % 19) + 1);
+            continue;
+        }
         if (ptrs[slot]) {
             unsigned char *p = ptrs[slot];
             unsigned char tag = (unsigned char)(id * 31 + slot);
@@ -59,13 +109,16 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int nthreads = argc > 1 ? atoi(argv[1]) : 8;
+    nthreads = argc > 1 ? atoi(argv[1]) : 8;
     if (nthreads < 1 || nthreads > 256) nthreads = 8;
+    handoff = argc > 2 && strcmp(argv[2], "handoff") == 0;
     CHECK_EQ(aclInit(NULL), ACL_SUCCESS);
     pthread_t t[256];
     for (int i = 0; i < nthreads; i++)
         CHECK_EQ(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i), 0);
     for (int i = 0; i < nthreads; i++) pthread_join(t[i], NULL);
+    for (int i = 0; i < nthreads; i++)
+        if (inbox[i]) check_and_free(inbox[i]);
     CHECK_EQ(failures, 0);
     CHECK_EQ(aclFinalize(), ACL_SUCCESS);
     CHECK_DONE();
