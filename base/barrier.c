@@ -1,7 +1,11 @@
-/* base/barrier.c — the membarrier calls (see barrier.h for the contract). */
+/* base/barrier.c — the membarrier and futex calls (see barrier.h for the contract). */
+#define _GNU_SOURCE
 #include "barrier.h"
 
+#include <errno.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__has_include)
 #if __has_include(<linux/membarrier.h>)
@@ -27,3 +31,23 @@ int barrier_all(void) { return membarrier_call(MEMBARRIER_CMD_PRIVATE_EXPEDITED)
 int barrier_register(void) { return 0; }
 int barrier_all(void) { return -1; }
 #endif
+
+void futex_wait(void *word, uint32_t value, uint64_t timeout_ns)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns != UINT64_MAX) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+        tp = &ts;
+    }
+    int e = errno;
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, tp, NULL, 0);
+    errno = e;
+}
+
+void futex_wake(void *word, int n)
+{
+    int e = errno;
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+    errno = e;
+}

@@ -8,8 +8,14 @@
  *   barrier_all            membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): on return every running
  *                          thread of the process has executed a full memory barrier.  0 on
  *                          success; -1 where not registered or not available.
+ *   futex_wait             sleeps while the 32-bit word holds `value` (or until timeout_ns
+ *                          passes; UINT64_MAX: no limit); may return early (a wake, a signal).
+ *   futex_wake             wakes up to n threads sleeping on the word.
+ *                          Both are process-private and leave errno as it was (they run inside
+ *                          the application's calls).
  * Users: the ledger's shard spin locks (cpu_relax), the pool's thread caches and the shim's pins
- * (the heavy side of their asymmetric fences).  No state: callers keep whether they registered.
+ * (the heavy side of their asymmetric fences), the pool lock (base/lock.c) and the reporter
+ * thread (futexes).  No state: callers keep whether they registered.
  */
 #ifndef NPUPOOL_BASE_BARRIER_H
 #define NPUPOOL_BASE_BARRIER_H
@@ -25,5 +31,9 @@ static inline void cpu_relax(void)
 
 int barrier_register(void);
 int barrier_all(void);
+
+#include <stdint.h>
+void futex_wait(void *word, uint32_t value, uint64_t timeout_ns);
+void futex_wake(void *word, int n);
 
 #endif

@@ -1,10 +1,5 @@
 /* base/lock.c — the slow paths of base/lock.h: spinning, sleeping, waking. */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <linux/futex.h>
 #include <stdint.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "barrier.h"
 #include "lock.h"
@@ -13,12 +8,7 @@
 #define LOCK_SPINS 100 /* reads of a held word before sleeping (100..2000 measured alike) */
 #endif
 
-static void futex_wait_on(int *word, int value)
-{
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, NULL, NULL, 0);
-}
-
-void lock_wake(lock_t *l) { syscall(SYS_futex, &l->word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+void lock_wake(lock_t *l) { futex_wake(&l->word, 1); }
 
 void lock_acquire_slow(lock_t *l)
 {
@@ -31,5 +21,6 @@ void lock_acquire_slow(lock_t *l)
         cpu_relax();
     }
     /* From here on the word says 2 whenever this thread may sleep, so a release wakes one. */
-    while (__atomic_exchange_n(&l->word, 2, __ATOMIC_ACQUIRE) != 0) futex_wait_on(&l->word, 2);
+    while (__atomic_exchange_n(&l->word, 2, __ATOMIC_ACQUIRE) != 0)
+        futex_wait(&l->word, 2, UINT64_MAX);
 }

@@ -8,7 +8,12 @@
  *   firstfit  the seed's first-fit pool (tools/firstfit.c): fragmentation table only
  *   glibc, mimalloc, jemalloc, tcmalloc   host mallocs (the last three dlopen()ed from Debian's
  *             packages when installed, else "skipped: ..."): latency table only
- * A. Pair latency: for each scale (1,000 live of 512 B..1 MiB, 100,000 of 512 B..256 KiB,
+ * A. Threads: 1, 8 and 64 threads, each with its own 1,000 live blocks of 64 B..64 KiB and its
+ *    own sequence, all released together; cost = the thread's CPU time / its pairs (median over
+ *    the threads), against one thread (goal: <= 2x at 8).  The arena peers, not thread-safe, are
+ *    called under one mutex; npupool and the host mallocs directly (glibc with its default
+ *    settings: peer_glibc_plain).
+ * B. Pair latency: for each scale (1,000 live of 512 B..1 MiB, 100,000 of 512 B..256 KiB,
  *    1,000,000 of 64 B..64 KiB, log-uniform), every allocator gets the same sequence: fill the
  *    live slots, run untimed warm-up pairs, then time each "free slot i; allocate a new size
  *    into slot i" (i uniform) on its own with the region timer (bench/peers/ptimer.h: rdtsc
@@ -19,14 +24,14 @@
  *    Three runs, interleaved (run 1 of every allocator, then run 2, ...), each a fresh
  *    instance; the table gives the median over the runs of each run's median, p99, p99.9 and
  *    mean.
- * B. Fragmentation: for each trace (bench/peers/ptrace.h: the tensor trace of bench_frag, a
+ * C. Fragmentation: for each trace (bench/peers/ptrace.h: the tensor trace of bench_frag, a
  *    mixed small/large trace with about 11 live blocks per slab class of npupool, and the
  *    shipped traces/rmm_random.trace), the smallest arena that runs the whole trace without a
  *    refusal, found by bisection to peak/4096 as bench_frag does, divided by the peak of live
  *    requested bytes; beside it the waste per block: the mean over every allocation of (bytes
  *    the block occupies - bytes requested).  For npupool the block's bytes are read from the
  *    pool's overhead counter before and after each allocation (pool_get_stats).
- * C. BENCH_PEERS lines for scripts, and the machine: nproc, CPU model, load average at the
+ * Then BENCH_PEERS lines for scripts, and the machine: nproc, CPU model, load average at the
  *    start and at the end.
  * Usage: bench_peers [scale]   (BENCH_PEERS_SECTIONS=ABC: the sections to run, default all)
  *        scale (default 1) multiplies the timed pairs, the warm-up, the
@@ -498,43 +503,13 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
 
 /* ---- A. threads ------------------------------------------------------------------------------ */
 static double median_of(double *v, int n);
-/* An arena peer is not thread-safe: the threads table runs it behind one mutex. */
-typedef struct locked_peer {
-    pthread_mutex_t lock;  /* around every call */
-    const peer_ops_t *ops; /* the peer */
-    void *inner;           /* its instance */
-} locked_peer_t;
-
-/* glibc in the threads table: malloc/free as a program gets them (no mallopt: one arena per
- * thread as glibc chooses; the latency table's settings come later in the run). */
-static int g_plain_glibc;
-static void *plain_glibc_create(size_t range) { return (void)range, &g_plain_glibc; }
-static void plain_glibc_destroy(void *c) { (void)c; }
-static int plain_glibc_alloc(void *c, size_t size, uintptr_t *out)
-{
-    (void)c;
-    void *p = malloc(size);
-    *out = (uintptr_t)p;
-    return p ? 0 : -1;
-}
-static int plain_glibc_free(void *c, uintptr_t at)
-{
-    (void)c;
-    free((void *)at);
-    return 0;
-}
-static const peer_ops_t g_plain_glibc_ops = {.name = "glibc",
-                                             .create = plain_glibc_create,
-                                             .destroy = plain_glibc_destroy,
-                                             .alloc = plain_glibc_alloc,
-                                             .free = plain_glibc_free};
-
 #define TH_LIVE 1000
 #define TH_MAX 64
 typedef struct th_arg {
-    const peer_ops_t *ops;       /* the allocator (or the locking wrapper's ops) */
+    const peer_ops_t *ops;       /* the allocator */
     void *inst;                  /* its instance, shared by the threads */
-    locked_peer_t *locked;       /* non-NULL: call through its mutex */
+    pthread_mutex_t *mu;         /* non-NULL: every call under it (an arena peer is not
+                                    thread-safe) */
     pthread_barrier_t *bar;      /* all threads start the timed pairs together */
     uint64_t seed;               /* this thread's sequence */
     size_t pairs;                /* timed pairs */
@@ -544,29 +519,17 @@ typedef struct th_arg {
 
 static int th_alloc(th_arg_t *a, size_t size, uintptr_t *out)
 {
-    if (!a->locked) return a->ops->alloc(a->inst, size, out);
-    pthread_mutex_lock(&a->locked->lock);
-    int rc = a->locked->ops->alloc(a->locked->inner, size, out);
-    pthread_mutex_unlock(&a->locked->lock);
+    if (a->mu) pthread_mutex_lock(a->mu);
+    int rc = a->ops->alloc(a->inst, size, out);
+    if (a->mu) pthread_mutex_unlock(a->mu);
     return rc;
 }
 
 static void th_free(th_arg_t *a, uintptr_t at)
 {
-    if (!a->locked) {
-        a->ops->free(a->inst, at);
-        return;
-    }
-    pthread_mutex_lock(&a->locked->lock);
-    a->locked->ops->free(a->locked->inner, at);
-    pthread_mutex_unlock(&a->locked->lock);
-}
-
-static double thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    if (a->mu) pthread_mutex_lock(a->mu);
+    a->ops->free(a->inst, at);
+    if (a->mu) pthread_mutex_unlock(a->mu);
 }
 
 static void *th_main(void *arg)
@@ -596,13 +559,13 @@ static void *th_main(void *arg)
     }
     pthread_barrier_wait(a->bar);
     a->wall0 = ptimer_wall_ns();
-    double c0 = thread_cpu_ns();
+    double c0 = ptimer_thread_cpu_ns();
     for (size_t k = TH_LIVE; k < n && !a->failed; k++) {
         uint32_t i = victim[k];
         th_free(a, slots[i]);
         a->failed = th_alloc(a, size[k], &slots[i]);
     }
-    a->cpu_ns = thread_cpu_ns() - c0;
+    a->cpu_ns = ptimer_thread_cpu_ns() - c0;
     a->wall1 = ptimer_wall_ns();
     if (!a->failed)
         for (size_t i = 0; i < TH_LIVE; i++) th_free(a, slots[i]);
@@ -622,54 +585,49 @@ typedef struct th_result {
 static th_result_t th_run(const peer_ops_t *o, int lock, int nthreads, size_t pairs, uint64_t seed)
 {
     th_result_t r = {0, 0, 1};
-    locked_peer_t lp = {.ops = o};
     void *inst = o->create(LAT_RANGE);
     if (!inst) return r;
-    if (lock) {
-        pthread_mutex_init(&lp.lock, NULL);
-        lp.inner = inst;
-    }
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
-    static th_arg_t a[TH_MAX];
+    th_arg_t a[TH_MAX];
     pthread_t th[TH_MAX];
-    int started = 0;
     for (int t = 0; t < nthreads; t++) {
         a[t] = (th_arg_t){.ops = o,
                           .inst = inst,
-                          .locked = lock ? &lp : NULL,
+                          .mu = lock ? &mu : NULL,
                           .bar = &bar,
                           .seed = seed + (uint64_t)t * 7919,
                           .pairs = pairs};
-        if (pthread_create(&th[t], NULL, th_main, &a[t]) != 0) break;
-        started++;
-    }
-    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-    if (started == nthreads) {
-        double per[TH_MAX], w0 = a[0].wall0, w1 = a[0].wall1;
-        r.failed = 0;
-        for (int t = 0; t < nthreads; t++) {
-            r.failed |= a[t].failed;
-            per[t] = a[t].cpu_ns / (double)pairs;
-            if (a[t].wall0 < w0) w0 = a[t].wall0;
-            if (a[t].wall1 > w1) w1 = a[t].wall1;
+        if (pthread_create(&th[t], NULL, th_main, &a[t]) != 0) {
+            /* the threads started wait at the barrier for this one: nothing to join */
+            fprintf(stderr, "bench_peers: cannot start thread %d of %d\n", t + 1, nthreads);
+            exit(1);
         }
-        r.ns_cpu = median_of(per, nthreads);
-        r.mpairs_s = (double)pairs * nthreads / ((w1 - w0) / 1e9) / 1e6;
     }
+    for (int t = 0; t < nthreads; t++) pthread_join(th[t], NULL);
+    double per[TH_MAX], w0 = a[0].wall0, w1 = a[0].wall1;
+    r.failed = 0;
+    for (int t = 0; t < nthreads; t++) {
+        r.failed |= a[t].failed;
+        per[t] = a[t].cpu_ns / (double)pairs;
+        if (a[t].wall0 < w0) w0 = a[t].wall0;
+        if (a[t].wall1 > w1) w1 = a[t].wall1;
+    }
+    r.ns_cpu = median_of(per, nthreads);
+    r.mpairs_s = (double)pairs * nthreads / ((w1 - w0) / 1e9) / 1e6;
     pthread_barrier_destroy(&bar);
-    if (lock) pthread_mutex_destroy(&lp.lock);
+    pthread_mutex_destroy(&mu);
     o->destroy(inst);
     return r;
 }
 
-static void threads_section(double scale, const peer_ops_t *const *ops, size_t n)
+static void threads_section(double scale, const peer_ops_t *const *ops, size_t n, long ncpu)
 {
     static const int counts[] = {1, 8, 64};
     enum { NCOUNTS = 3 };
     size_t pairs = (size_t)(100000 * scale);
     pairs = pairs < 2000 ? 2000 : pairs;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     printf("\nA. threads allocating at once: each thread keeps %d live blocks of 64 B..64 KiB "
            "(log-uniform) and runs free+malloc pairs on them (%zu each; %zu each at 64 "
            "threads), all threads released together; cost = the thread's CPU time / its pairs, "
@@ -921,10 +879,9 @@ int main(int argc, char **argv)
     /* The threads first: glibc's settings for the latency table (one arena) come later. */
     const peer_ops_t *thr[MAX_ALLOCS];
     size_t nthr = 0;
-    for (size_t i = 0; i < n; i++)
-        thr[nthr++] = lat[i] == &peer_glibc ? &g_plain_glibc_ops : lat[i];
+    for (size_t i = 0; i < n; i++) thr[nthr++] = lat[i] == &peer_glibc ? &peer_glibc_plain : lat[i];
     const char *only = getenv("BENCH_PEERS_SECTIONS"); /* e.g. "C": fragmentation only */
-    if (!only || strchr(only, 'A')) threads_section(scale, thr, nthr);
+    if (!only || strchr(only, 'A')) threads_section(scale, thr, nthr, ncpu);
     if (!only || strchr(only, 'B')) lat_section(scale, lat, n);
     if (!only || strchr(only, 'C')) frag_section(scale, rmm);
     read_loadavg(load1, sizeof load1);

@@ -22,11 +22,11 @@
  *              allocating through the shim at once (backtraces off) for a fixed number of pairs
  *              each; two tables: sizes 512 B..256 KiB (every block from the pool's size classes,
  *              which the thread caches serve) and 512 B..1 MiB (18 % of the blocks from the large
- *              heap, under the pool lock).  Throughput per thread = pairs / wall time / min(T, CPUs):
- *              on a machine with fewer CPUs than threads, each running thread's share; the ratio
- *              to one thread shows what contention costs (locks, shared cache lines).  Also
- *              pairs per CPU-second of each thread (CLOCK_THREAD_CPUTIME_ID), and glibc (default
- *              arenas) in the same process for reference.
+ *              heap, under the pool lock).  Throughput per thread = pairs / wall time / min(T,
+ *              CPUs): on a machine with fewer CPUs than threads, each running thread's share;
+ *              the ratio to one thread shows what contention costs (locks, shared cache
+ *              lines).  Also pairs per CPU-second of each thread (CLOCK_THREAD_CPUTIME_ID), and
+ *              glibc (default arenas) in the same process for reference.
  * Timer: ptimer.h (rdtsc with fences on x86-64), calibrated once per child; the median empty
  * region is subtracted from every sample.  The victim's address is read before the timer starts.
  * Load: the 1-minute load average is printed before and after; figures on a loaded machine are
@@ -290,13 +290,6 @@ typedef struct thread_arg {
     int failed;               /* an allocation failed */
 } thread_arg_t;
 
-static double cpu_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 static void *thread_main(void *p)
 {
     thread_arg_t *t = p;
@@ -305,10 +298,10 @@ static void *thread_main(void *p)
     if (!slots) t->failed = 1;
     pthread_barrier_wait(t->ready);
     pthread_barrier_wait(t->go);
-    double c0 = cpu_now_ns();
+    double c0 = ptimer_thread_cpu_ns();
     if (slots && pairs_untimed(t->kind, &t->s, slots, t->s.warm, t->s.warm + t->s.pairs) != 0)
         t->failed = 1;
-    t->cpu_ns = cpu_now_ns() - c0;
+    t->cpu_ns = ptimer_thread_cpu_ns() - c0;
     t->end_ns = ptimer_wall_ns();
     pthread_barrier_wait(t->ready); /* nobody drains before everybody finished */
     if (slots) drain(t->kind, &t->s, slots);
@@ -455,9 +448,10 @@ static double load1(void)
     return getloadavg(l, 1) == 1 ? l[0] : -1;
 }
 
-/* One threads table: sizes 512 B..hi.  1 when the goal is met, 0 when not, -1 when a child
- * failed. */
-static int threads_table(int runs, size_t pairs, int quick, size_t hi, long cpus, char *buf)
+/* One threads table: sizes 512 B..hi ("512 B-" what in the title).  1 when the goal is met, 0
+ * when not, -1 when a child failed. */
+static int threads_table(int runs, size_t pairs, int quick, size_t hi, const char *what, long cpus,
+                         char *buf)
 {
     int rows[] = {1, 2, 4, 8}, nrows = quick ? 2 : 4;
     if (quick) rows[1] = 8;
@@ -491,26 +485,22 @@ static int threads_table(int runs, size_t pairs, int quick, size_t hi, long cpus
     }
     printf("\n%d threads (each its own 1,000 live blocks, 512 B-%s, backtraces off), %zu pairs "
            "per thread:\n",
-           THREAD_MAX,
-           hi == (1u << 20) ? "1 MiB (18 % from the large heap)"
-                            : "256 KiB (all from size classes)",
-           tpairs);
+           THREAD_MAX, what, tpairs);
     printf("%-8s %14s %16s %10s %16s %18s\n", "threads", "shim pairs/s", "per running thr",
            "vs 1 thr", "per CPU-s/thread", "glibc per run thr");
-    double one = 0, one_cpu = 0;
+    double one = 0;
     int threads_met = 1;
     for (int k = 0; k < nrows; k++) {
         double tp = median_of(shim_tp[k], runs), cpu = median_of(shim_cpu[k], runs);
         double gl = median_of(gl_tp[k], runs);
         double running = (double)(rows[k] < cpus ? rows[k] : cpus);
         double per = tp / running;
-        if (k == 0) one = per, one_cpu = cpu;
+        if (k == 0) one = per;
         double slow = per > 0 ? one / per : 0;
         if (rows[k] == THREAD_MAX) threads_met = slow <= 2.0;
         printf("%-8d %14.0f %16.0f %9.2fx %16.0f %18.0f\n", rows[k], tp, per, slow, cpu,
                gl / running);
     }
-    (void)one_cpu;
     printf("goal: throughput per thread with %d threads within 2x of one thread: %s\n", THREAD_MAX,
            threads_met ? "met" : "NOT met");
     return threads_met;
@@ -575,9 +565,13 @@ static int driver(int runs, size_t pairs, int quick)
            runs, fig_median(&sc[0].glibc, 1), fig_median(&sc[0].glibc, 2), sc[0].tick_ns);
 
     /* threads: two size ranges */
-    const size_t his[2] = {256 << 10, 1 << 20};
-    for (int h = 0; h < 2; h++) {
-        int met = threads_table(runs, pairs, quick, his[h], cpus, buf);
+    static const struct {
+        size_t hi;
+        const char *what;
+    } ranges[] = {{256 << 10, "256 KiB (all from size classes)"},
+                  {1 << 20, "1 MiB (18 % from the large heap)"}};
+    for (size_t h = 0; h < sizeof ranges / sizeof ranges[0]; h++) {
+        int met = threads_table(runs, pairs, quick, ranges[h].hi, ranges[h].what, cpus, buf);
         if (met < 0) {
             free(buf);
             return 1;
@@ -604,7 +598,9 @@ int main(int argc, char **argv)
         if (strcmp(argv[2], "loop") == 0 && argc == 8)
             return child_loop(strtoul(argv[3], NULL, 10), strtoul(argv[4], NULL, 10),
                               strtoul(argv[5], NULL, 10), strtoul(argv[6], NULL, 10), argv[7]);
-        if (strcmp(argv[2], "threads") == 0 && (argc == 7 || argc == 8))
+        if (strcmp(argv[2], "threads") == 0 && (argc == 7 || argc == 8) && atoi(argv[3]) >= 1 &&
+            atoi(argv[3]) <= THREAD_MAX && strtoul(argv[6], NULL, 10) >= 512 &&
+            (argc == 7 || !strcmp(argv[7], "shim") || !strcmp(argv[7], "glibc")))
             return child_threads(atoi(argv[3]), strtoul(argv[4], NULL, 10),
                                  strtoull(argv[5], NULL, 10), strtoul(argv[6], NULL, 10),
                                  argc == 8 ? argv[7] : "both");

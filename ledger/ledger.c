@@ -8,7 +8,7 @@
  * a thread allocating and freeing its own blocks touches only cache lines no other thread of a
  * different group writes: with shards keyed by address alone (the earlier design) every record,
  * index slot and shard lock bounced between the threads' CPUs, and two threads through the shim
- * each paid 1.9x the one-thread cost per pair, 1.23x with groups (bench_shim threads, sizes <=
+ * each paid 1.9x the one-thread cost per pair, 1.32x with groups (bench_shim threads, sizes <=
  * 256 KiB, 2 vCPUs).  A group has several shards so that a thread's index never grows past a
  * sixteenth of its records: the index doubles under the shard lock, and one shard per thread
  * stalled one allocation 55 ms at 2 million live (3 ms with sixteen).  A free, a lookup looks in
@@ -140,6 +140,17 @@ static inline void shard_lock(shard_t *s)
 }
 
 static inline void shard_unlock(shard_t *s) { __atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE); }
+
+/* Every shard, in index order (the only order in which two shard locks are ever held). */
+static void shards_lock_all(void)
+{
+    for (int k = 0; k < LEDGER_SHARDS; k++) shard_lock(&shards[k]);
+}
+
+static void shards_unlock_all(void)
+{
+    for (int k = LEDGER_SHARDS - 1; k >= 0; k--) shard_unlock(&shards[k]);
+}
 
 static uint64_t addr_hash(uintptr_t a)
 {
@@ -369,25 +380,30 @@ void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t gr
 /* What find_record does with the record it finds (pre: its shard locked). */
 typedef void (*rec_visit_fn)(shard_t *s, long slot, void *arg);
 
+/* addr's record in group g's shard for hash h: visit called on it, its shard locked; 1 when
+ * found. */
+static int visit_in(unsigned g, uintptr_t addr, uint64_t h, rec_visit_fn visit, void *arg)
+{
+    shard_t *s = shard_in(g, h);
+    shard_lock(s);
+    long slot = index_find(s, addr, h);
+    if (slot >= 0) visit(s, slot, arg);
+    shard_unlock(s);
+    return slot >= 0;
+}
+
 /* Looks for addr's record in its shard of: the caller's group, the hint's, then every other
- * group; calls visit on the first one found, its shard locked.  1 when found. */
+ * group; calls visit on the first one found.  1 when found. */
 static int find_record(uintptr_t addr, rec_visit_fn visit, void *arg)
 {
     uint64_t h = addr_hash(addr);
     unsigned own = my_group(), hint = t_hint ? t_hint - 1u : own;
-    for (unsigned k = 0; k < GROUPS + 2; k++) {
-        unsigned g = k == 0 ? own : k == 1 ? hint : k - 2;
-        if (k == 1 ? hint == own : (k >= 2 && (g == own || g == hint))) continue;
-        shard_t *s = shard_in(g, h);
-        shard_lock(s);
-        long slot = index_find(s, addr, h);
-        if (slot >= 0) {
-            visit(s, slot, arg);
-            shard_unlock(s);
-            if (g != own) t_hint = (uint8_t)(g + 1);
-            return 1;
-        }
-        shard_unlock(s);
+    if (visit_in(own, addr, h, visit, arg)) return 1;
+    if (hint != own && visit_in(hint, addr, h, visit, arg)) return 1;
+    for (unsigned g = 0; g < GROUPS; g++) {
+        if (g == own || g == hint || !visit_in(g, addr, h, visit, arg)) continue;
+        t_hint = (uint8_t)(g + 1);
+        return 1;
     }
     return 0;
 }
@@ -628,7 +644,7 @@ int ledger_check(char *why, size_t why_len)
         bad++;                                                \
     } while (0)
     uint32_t nstacks = ledger_stack_count();
-    for (int k = 0; k < LEDGER_SHARDS; k++) shard_lock(&shards[k]); /* in order, as at fork */
+    shards_lock_all();
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
         uint32_t live = 0, used_slots = 0, free_len = 0;
@@ -680,7 +696,7 @@ int ledger_check(char *why, size_t why_len)
         if (free_len + s->live != s->carved)
             FAIL("shard %d: free list %u + live %u != carved %u", k, free_len, s->live, s->carved);
     }
-    for (int k = 0; k < LEDGER_SHARDS; k++) shard_unlock(&shards[k]);
+    shards_unlock_all();
 #undef FAIL
     char swhy[160];
     int sbad = ledger_stack_check(swhy, sizeof swhy);
@@ -691,12 +707,12 @@ int ledger_check(char *why, size_t why_len)
 void ledger_fork_lock(void)
 {
     ledger_stack_fork_lock();
-    for (int k = 0; k < LEDGER_SHARDS; k++) shard_lock(&shards[k]);
+    shards_lock_all();
 }
 
 void ledger_fork_unlock(void)
 {
-    for (int k = LEDGER_SHARDS - 1; k >= 0; k--) shard_unlock(&shards[k]);
+    shards_unlock_all();
     ledger_stack_fork_unlock();
 }
 

@@ -5,10 +5,14 @@
  * Algorithm (bounds are per call, independent of the number of live blocks):
  *   alloc(granted): need = granted rounded up to 64.
  *     need <= SLAB_MAX (256 KiB): class c = class_of(need) (slab.h).
- *       1. fast path: the head page of c's partial list -> lowest free slot (two
- *          find-first-set).  Nothing else is touched: no hash, no descriptor, no heap.
+ *       0. fast path (classes below SLAB_CACHE_CLASSES): the top of the calling thread's
+ *          magazine for c (pool_cache.c), no lock; an empty magazine is refilled under the
+ *          lock from steps 1-3 (at most CACHE_REFILL_MAX slots).
+ *       1. the head page of c's partial list -> lowest free slot (two find-first-set).
+ *          Nothing else is touched: no hash, no descriptor, no heap.
  *       2. one of c's cached empty pages, if any, goes back on the partial list -> 1.
- *       3. carve a new page for c from the top of a large free block (slab.c) -> 1.
+ *       3. carve a new page for c from the top of a large free block (slab.c) -> 1; not for a
+ *          class with fewer than SLAB_PAGE_MIN_LIVE live blocks (those go to 4).
  *       4. no page could be carved (large heap exhausted even after giving back the cached
  *          pages, pool smaller than a page, host OOM): serve the request from the large heap
  *          directly (a LIVE large block of exactly `need` bytes, in the address map);
@@ -25,18 +29,20 @@
  *       the block), releasing the lock while the backing runs, then the search is repeated.
  *       Only this path calls the backing; the fast paths above are the block pool's.
  *   free(addr): the granule table names the slab page holding addr, if any (O(1), slab.h):
- *     then addr must be the start of a live slot (else POOL_ENOTLIVE, nothing changed) and
- *     the slot's bit is set again; a page whose last slot was freed is cached or given back
- *     (slab.c).  Otherwise: address map lookup (expected O(1)), unmap, coalesce with the
- *     physical neighbours in the large heap (O(1)).  When no block is live any more, every
- *     cached page is given back (here, after either kind of free), so an empty pool is one
- *     free block over [ubase, uend).
+ *     then addr must be the start of a live slot (else POOL_ENOTLIVE, nothing changed); a slot
+ *     of a cached class goes on top of the caller's magazine without the lock (a full one
+ *     gives CACHE_FLUSH(cap) back under it), any other slot's bit is set again under the lock,
+ *     and a page whose last slot was freed is cached or given back (slab.c).  Otherwise:
+ *     address map lookup (expected O(1)), unmap, coalesce with the physical neighbours in the
+ *     large heap (O(1)).  When no slot or block is taken any more (none live, none in a cache),
+ *     every cached page is given back, so an empty pool is one free block over [ubase, uend).
  * Bound: slab alloc/free = O(1) (a handful of loads and stores in the class, the page's hot
  *   line, one bitmap word and one slot record); a page carve/release adds the O(1) large-heap
  *   work and <= 17 granule-table stores; giving back the cache is <= SLAB_NCLASSES *
  *   SLAB_CACHE_PAGES page releases.  Large alloc = at most 2 tlsf_find (each two
- *   find-first-set, plus a walk of the request's own class list when no larger class holds a
- *   block: tlsf.c) + 1 split + one hash insert; large free = one hash delete + 1 coalesce.
+ *   find-first-set and the best of at most TLSF_FIT_SCAN blocks of a list, plus a walk of the
+ *   request's own class list when no larger class holds a block: tlsf.c) + 1 split + one hash
+ *   insert; large free = one hash delete + 1 coalesce.
  * Refusals: a request is refused iff no free run (FREE blocks and cached pages, which a miss
  *   gives back) is large enough and, for a slab-sized one, no class at or above its own has a
  *   free slot; the TLSF search is exact (tlsf.c), so pool_classify (pool_stats.c), which
@@ -46,9 +52,10 @@
  * Statistics: pool_walk() reports a live block or slot with its granted size (what the caller
  * owns), free memory as free runs and runs of free slots (pool_stats.c); slot - granted (or
  * block size - granted) is the overhead of the conservation law.
- * Locking: one pthread mutex per pool around every call except pool_contains, which compares
- * against the immutable range only (pool_free also reads the granule directory before
- * locking, atomically, to prefetch the entry).  pool_lock/pool_unlock exist for fork handlers.
+ * Locking: one lock per pool (base/lock.h: spins, then sleeps) around every call except
+ * pool_contains, which compares against the immutable range only, and the thread caches' fast
+ * paths (pool_cache.c: the busy window, stopped under the lock by pool_cache_stop).
+ * pool_lock/pool_unlock exist for fork handlers.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -164,14 +171,6 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
         p->sum_sync -= granted;
     }
     __atomic_store_n(&p->allocated_mirror, p->sum_sync, __ATOMIC_RELAXED);
-}
-
-/* No block is taken any more (nothing live, nothing in a cache): give the cached pages back,
- * so that an empty pool is one free block.  pre: lock held. */
-static void release_if_empty(pool_t *p)
-{
-    if (p->slab.taken == 0 && p->slab.cached_pages && addrmap_count(&p->live) == 0)
-        slab_release_cached(&p->slab);
 }
 
 /* A LIVE large-heap block of exactly `need` bytes, cut from the bottom of a free block and
@@ -369,7 +368,6 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
             if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
                 pool_cache_push(p, c, pg, (uint32_t)idx, addr);
                 pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
-                pool_cache_empty(p, c); /* it held the last taken block: the pool is empty */
             } else {
                 count_live(p, g, r, -1);
                 slab_slot_give(&p->slab, pg, (uint32_t)idx);

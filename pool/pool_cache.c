@@ -431,7 +431,7 @@ static void cache_release(cache_t *c)
             xfer_flush_all(p);
             pool_cache_go(p);
         }
-        if (p->slab.taken == 0 && addrmap_count(&p->live) == 0) slab_release_cached(&p->slab);
+        release_if_empty(p);
         pool_publish(p);
         lock_release(&p->lock);
     }
@@ -661,7 +661,7 @@ void pool_cache_reap(pool_t *p)
     }
     /* the child's one thread: nobody else can be in a window on the transfer caches */
     if (!p->caches || !p->caches->pnext) xfer_flush_all(p);
-    if (p->slab.taken == 0 && addrmap_count(&p->live) == 0) slab_release_cached(&p->slab);
+    release_if_empty(p);
     pool_publish(p);
 }
 
@@ -683,7 +683,7 @@ void pool_cache_drain_all(pool_t *p)
         if (c->ncached) pool_cache_flush(p, c);
     xfer_flush_all(p);
     pool_cache_go(p);
-    if (p->slab.taken == 0 && addrmap_count(&p->live) == 0) slab_release_cached(&p->slab);
+    release_if_empty(p);
     pool_publish(p);
 }
 

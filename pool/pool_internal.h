@@ -7,6 +7,8 @@
  *   slab.h, slab.c      slab_       size-class slab pages carved from the large heap
  *   pool.h              pool_       the public API (pool.c, pool_stats.c, pool_check.c,
  *                                   pool_vmm.c)
+ *   pool_cache.c        pool_cache_ the per-thread caches of small blocks (cold half; the fast
+ *                                   paths are in pool.c)
  *   pool_internal.h     pool_       struct pool and the internals the pool_*.c files share
  * Dependencies point one way: pool_*.c -> slab -> tlsf -> desc -> bucket, pool.h (and base/).
  *
@@ -24,7 +26,8 @@
  * (large_first) is never replaced.
  *
  * Locking: everything here runs under pool->lock except pool_contains (reads immutable
- * base/size only) and pool_free's prefetch of the granule entry (slab.h).
+ * base/size only) and the thread caches' fast paths in pool.c (pool_alloc and pool_free,
+ * inside the owner's busy window; pool_cache.c says how pool_cache_stop keeps them out).
  */
 #ifndef NPUPOOL_POOL_INTERNAL_H
 #define NPUPOOL_POOL_INTERNAL_H
@@ -310,6 +313,14 @@ static inline void pool_cache_count(cache_t *c, unsigned k, size_t granted, size
     }
 }
 
+/* No block is taken any more (nothing live, nothing in a cache): give the cached pages back,
+ * so that an empty pool is one free block.  pre: lock held. */
+static inline void release_if_empty(pool_t *p)
+{
+    if (p->slab.taken == 0 && p->slab.cached_pages && addrmap_count(&p->live) == 0)
+        slab_release_cached(&p->slab);
+}
+
 /* Publish in_use (pre: lock held, at the end of a locked change). */
 static inline void pool_publish(pool_t *p)
 {
@@ -368,14 +379,14 @@ static inline int pool_cache_xfer_put(pool_t *p, cache_t *c, unsigned k)
     return 1;
 }
 
-/* Stop the fast paths of p (pre: lock held; nests): when it returns no other thread is inside
- * a busy window of p and none enters one until pool_cache_go.  Costs nothing when no other
- * thread has a cache for p; else one membarrier() and a wait for the windows open now. */
 /* Register for membarrier once per process (else the owners fence: pool_cache_fenced); called
  * by pool_new, before the pool is seen by any thread. */
 void pool_cache_barrier_setup(void);
 /* The transfer caches' memory back (pool_destroy). */
 void pool_cache_xfer_free(pool_t *p);
+/* Stop the fast paths of p (pre: lock held; nests): when it returns no other thread is inside
+ * a busy window of p and none enters one until pool_cache_go.  Costs nothing when no other
+ * thread has a cache for p; else one membarrier() and a wait for the windows open now. */
 void pool_cache_stop(pool_t *p);
 void pool_cache_go(pool_t *p);
 /* Under the lock (pre: held): flush the caches of threads the fork did not copy. */

@@ -388,9 +388,10 @@ void pool_explain(pool_t *p, size_t granted, pool_refusal_t *out)
     debug_assert(p != NULL && out != NULL);
     lock_acquire(&p->lock);
     pool_cache_locked(p);
-    /* As pool_alloc before it refuses: every thread's cached blocks back to their pages. */
-    pool_cache_drain_all(p);
+    /* As pool_alloc before it refuses: every thread's cached blocks back to their pages (the
+     * drain's own stop nests in this one: one barrier). */
     pool_cache_stop(p);
+    pool_cache_drain_all(p);
     pool_classify(p, granted, 0, out);
     pool_cache_go(p);
     lock_release(&p->lock);

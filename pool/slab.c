@@ -11,7 +11,9 @@
  * gets pages of up to 4096 slots / 4 MiB.  A page is carved from the TOP of a large free
  * block (tlsf_split from_top; large blocks are cut from the bottom of theirs, so pages and
  * large blocks grow towards each other instead of interleaving).  Its host metadata (cold
- * fields, hot header + bitmap, 4-byte slot records) is one 64-byte aligned malloc.  The
+ * fields, hot header + bitmap, 4-byte slot records) is one 64-byte aligned block of a power
+ * of two bytes, from the spare lists of released pages' memory (kept until slab_destroy: a
+ * racing lock-free lookup may still read it) or a new aligned_alloc.  The
  * granule table (16 bytes per 256 KiB of pool) has two levels: a directory allocated with
  * the pool (8 bytes per 64 MiB) and 4 KiB leaves allocated when a page first lands in their
  * 64 MiB, kept until slab_destroy.  (A flat MAP_NORESERVE table cost 3.3 MB of address space
@@ -23,14 +25,15 @@
  * stack downwards, so the lowest is the one that can merge into the free space below).
  * Cached pages count as free memory and serve the class's next page needs; all of them are
  * given back when a large-heap search misses (then the search is repeated once) and, by
- * pool.c, when the pool holds no live block any more, so an empty pool is one free block over
+ * pool.c, when no slot or block is taken any more, so an empty pool is one free block over
  * [ubase, uend) and a cached page never causes a refusal.
  * Run summaries: slab_page_runs counts a page's maximal runs of free slots (per user bucket);
  * each page keeps its last count with a `dirty` flag set by every slot change, and run_sums
  * holds the sum over all pages, updated when a page is recounted or released.
  * Bounds: page carve = one tlsf_find (+ at most one release of every cached page and a
- * second find), one split, <= 17 granule entries, one malloc, nwords bitmap stores; page
- * release = <= 17 granule entries, one coalesce, one free; caching a page scans <=
+ * second find), one split, <= 17 granule entries, one spare-list pop (or aligned_alloc),
+ * nwords bitmap stores; page release = <= 17 granule entries, one coalesce, one spare-list
+ * push; caching a page scans <=
  * SLAB_CACHE_PAGES pages; releasing the cache is at most SLAB_NCLASSES * SLAB_CACHE_PAGES page
  * releases.  All independent of the number of live blocks.
  * Locking: caller holds pool->lock (slab_geom_init is pthread_once).
@@ -238,14 +241,14 @@ static unsigned mem_order(size_t bytes)
     return o;
 }
 
-static slab_page_t *page_mem_get(slab_t *s, size_t bytes)
+/* Memory for a page of `bytes`: a spare of its order, or a new one; its order into *order. */
+static slab_page_t *page_mem_get(slab_t *s, size_t bytes, unsigned *order)
 {
-    unsigned o = mem_order(bytes);
+    unsigned o = *order = mem_order(bytes);
     if (o >= SLAB_MEM_ORDERS) return NULL;
     slab_page_t *pg = s->spare[o];
     if (pg) {
         s->spare[o] = pg->next;
-        s->spare_bytes -= (size_t)1 << o;
         return pg;
     }
     return aligned_alloc(64, (size_t)1 << o);
@@ -256,7 +259,6 @@ static void page_mem_put(slab_t *s, slab_page_t *pg)
     unsigned o = pg->mem_order;
     pg->next = s->spare[o];
     s->spare[o] = pg;
-    s->spare_bytes += (size_t)1 << o;
 }
 
 slab_page_t *slab_page_new(slab_t *s, unsigned c)
@@ -283,13 +285,13 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     uint32_t id = id_peek(s);
     if (!id) return NULL;
     size_t bytes = sizeof(slab_page_t) + nwords * sizeof(uint64_t) + n * sizeof(slab_slot_t);
-    slab_page_t *pg = page_mem_get(s, bytes);
+    unsigned order;
+    slab_page_t *pg = page_mem_get(s, bytes, &order);
     if (!pg) return NULL;
     if ((uint64_t)(uintptr_t)pg >> SLAB_START_PTR_BITS) { /* cannot be packed: no page */
         free(pg);
         return NULL;
     }
-    unsigned order = mem_order(bytes);
     debug_assert_internal(f->state == DESC_FREE && f->size >= span);
     id_take(s, id);
     tlsf_remove(s->heap, f);

@@ -204,7 +204,6 @@ typedef struct slab {
     desc_store_t *desc;             /* its descriptor storage */
     addrmap_t req_map;              /* live slot address -> requested, for escaped records */
     slab_page_t *spare[SLAB_MEM_ORDERS]; /* released pages' memory by log2 bytes (via next) */
-    size_t spare_bytes;                  /* host bytes on the spare lists */
     uintptr_t last_addr;                 /* address of the last page made (a hint, slab.c) */
     uint32_t min_live;                   /* SLAB_PAGE_MIN_LIVE (white-box tests set 1) */
     slab_class_t cls[SLAB_NCLASSES];     /* size classes */

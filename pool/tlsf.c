@@ -9,13 +9,16 @@
  * sl_bitmap[fl] has bit sl set iff head[fl][sl] != NULL.
  *
  * tlsf_find(size):
- *   1. the head of size's own class, if it is large enough (reuses an exact-size hole);
+ *   1. the best fit among the first TLSF_FIT_SCAN blocks of size's own class (reuses an
+ *      exact-size hole);
  *   2. good fit: round size up to the next class boundary so that every block of the class
- *      found fits, then the first non-empty class at or above it via two find-first-set;
- *   3. on a miss, the rest of size's own class list, to its end.
- * Steps 1 and 2 are O(1).  Step 3 runs only when no class above size's own one holds a block,
- * i.e. for a request within 1/32 of the largest free blocks; it makes the search exact (NULL
- * only when no listed block is large enough), which is what lets a request for exactly the
+ *      found fits, then the first non-empty class at or above it via two find-first-set, and
+ *      the best fit among the first TLSF_FIT_SCAN blocks of its list;
+ *   3. on a miss, the rest of size's own class list (after the blocks step 1 scanned), to
+ *      its end.
+ * Steps 1 and 2 are O(1) (TLSF_FIT_SCAN blocks at most).  Step 3 runs only when no class
+ * above size's own one holds a block, i.e. for a request within 1/32 of the largest free
+ * blocks; it makes the search exact (NULL only when no listed block is large enough), which is what lets a request for exactly the
  * whole free range succeed and what the refusal classifier (pool_stats.c) relies on: a
  * request is refused iff no free run is large enough.  (It used to stop after 8 entries,
  * which could refuse a request while a block up to ~3 % larger sat further down the list.)

@@ -166,8 +166,9 @@ static inline desc_t *tlsf_find_suitable(const tlsf_t *h, unsigned fl, unsigned 
 }
 
 /* The smallest of the first TLSF_FIT_SCAN blocks of list b.. that hold size bytes (the lowest
- * address among equals), or NULL; an exact fit ends the scan.  *more: the list goes on. */
-static inline desc_t *tlsf_best_of(desc_t *b, size_t size, int *more)
+ * address among equals), or NULL.  *rest (when rest is not NULL): the first block not scanned,
+ * NULL when the scan reached the end of the list. */
+static inline desc_t *tlsf_best_of(desc_t *b, size_t size, desc_t **rest)
 {
     desc_t *best = NULL;
     unsigned n = 0;
@@ -176,7 +177,7 @@ static inline desc_t *tlsf_best_of(desc_t *b, size_t size, int *more)
         if (!best || b->size < best->size || (b->size == best->size && b->addr < best->addr))
             best = b;
     }
-    *more = b != NULL && n == TLSF_FIT_SCAN;
+    if (rest) *rest = b;
     return best;
 }
 
@@ -189,8 +190,8 @@ static inline desc_t *tlsf_find(const tlsf_t *h, size_t size)
     unsigned f0, s0;
     tlsf_mapping_units(u, &f0, &s0);
     desc_t *own = h->head[f0][s0];
-    int more = 0;
-    desc_t *b = own ? tlsf_best_of(own, size, &more) : NULL; /* step 1 */
+    desc_t *rest = NULL;
+    desc_t *b = own ? tlsf_best_of(own, size, &rest) : NULL; /* step 1 */
     if (b) return b;
     size_t ur = u;
     if (u >= TLSF_SL_COUNT) ur = u + ((size_t)1 << (tlsf_msb64(u) - TLSF_SL_LOG2)) - 1;
@@ -199,18 +200,13 @@ static inline desc_t *tlsf_find(const tlsf_t *h, size_t size)
     if (f < TLSF_FL_COUNT) {
         desc_t *c = tlsf_find_suitable(h, f, s); /* step 2 */
         if (c) {
-            int more2;
-            b = tlsf_best_of(c, size, &more2);
+            b = tlsf_best_of(c, size, NULL);
             debug_assert_internal(b && b->size >= size);
             return b;
         }
     }
-    if (own && more) { /* step 3 */
-        desc_t *x = own;
-        for (unsigned n = 0; n < TLSF_FIT_SCAN; n++) x = x->free_next;
-        for (; x; x = x->free_next)
-            if (x->size >= size) return x;
-    }
+    for (desc_t *x = rest; x; x = x->free_next) /* step 3: the rest of size's own list */
+        if (x->size >= size) return x;
     return NULL;
 }
 

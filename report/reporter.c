@@ -16,16 +16,14 @@
  * by reporter_stop (after joining) and in the fork child; reporter_wake is lock-free.
  */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier.h"
 #include "clock.h"
 #include "log.h"
 #include "report_internal.h"
@@ -44,29 +42,10 @@ static struct {
     int handler_signal;    /* which signal */
 } rp;
 
-static void futex_wake(_Atomic uint32_t *word)
+static void wake(uint32_t bit) /* also from the signal handler: futex_wake keeps errno */
 {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
-/* Sleep while *word == 0, at most timeout_ns (UINT64_MAX = no limit). */
-static void futex_wait_zero(_Atomic uint32_t *word, uint64_t timeout_ns)
-{
-    struct timespec ts, *tp = NULL;
-    if (timeout_ns != UINT64_MAX) {
-        ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
-        ts.tv_nsec = (long)(timeout_ns % 1000000000u);
-        tp = &ts;
-    }
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, 0, tp, NULL, 0);
-}
-
-static void wake(uint32_t bit)
-{
-    int e = errno;
     atomic_fetch_or(&wake_word, bit);
-    futex_wake(&wake_word);
-    errno = e;
+    futex_wake(&wake_word, 1);
 }
 
 REPORT_HIDDEN void reporter_wake(char why)
@@ -119,7 +98,7 @@ static void *reporter_main(void *arg)
         uint32_t bits = atomic_exchange(&wake_word, 0);
         if (!bits) {
             uint64_t timeout = time_to_next(clock_mono_ns(), period, due, mperiod, mdue);
-            if (timeout) futex_wait_zero(&wake_word, timeout);
+            if (timeout) futex_wait(&wake_word, 0, timeout); /* while no bit is set */
             bits = atomic_exchange(&wake_word, 0);
         }
         if (bits & WAKE_QUIT) return NULL;

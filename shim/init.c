@@ -10,8 +10,9 @@
  *      thread caches set up theirs here too, in pool mode): parsing the environment takes no
  *      lock anybody else holds, and pthread_atfork only glibc's fork-handler lock, which a fork
  *      holds only while it runs the handlers already registered (never ours yet), so every
- *      thread may wait for this phase.  The fork handlers must be in place before any thread can hold an
- *      npupool lock: a fork() racing with start-up would copy a held pool lock into the child;
+ *      thread may wait for this phase.  The fork handlers must be in place before any thread can
+ *      hold an npupool lock: a fork() racing with start-up would copy a held pool lock into the
+ *      child;
  *   2. the observers: the ledger (which dlopen()s libunwind: the loader lock) and its file,
  *      the trace file, the reports (their thread and signal handler when configured), the
  *      fatal-signal line when the ledger is in a file (crash.c).  The first
@@ -59,7 +60,7 @@ static void options_phase(void)
     fork_register();
     /* the pools' thread caches: set up now, before the program's threads make their first ones
      * (a fork during that set-up would leave it half done in the child), and their fork
-     * handlers registered after the shim's, so that they run first */
+     * handlers registered after the shim's, so that their prepare handler runs first */
     if (npupool_config.mode == NPUPOOL_MODE_POOL) pool_threads_prepare();
 }
 

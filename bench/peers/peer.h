@@ -64,6 +64,7 @@ extern const peer_ops_t peer_bestfit;
 extern const peer_ops_t *const peer_arenas[];
 
 extern const peer_ops_t peer_glibc;
+extern const peer_ops_t peer_glibc_plain; /* default settings: bench_peers' threads table */
 extern const peer_ops_t peer_mimalloc;
 extern const peer_ops_t peer_jemalloc;
 extern const peer_ops_t peer_tcmalloc;

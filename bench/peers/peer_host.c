@@ -221,6 +221,19 @@ const peer_ops_t peer_glibc = {
     .alloc = glibc_alloc,
     .free = glibc_free,
 };
+/* glibc as a threaded program gets it (no mallopt: one arena per thread as glibc chooses), for
+ * bench_peers' threads table; the latency table's settings (peer_glibc) come later in a run. */
+static void *glibc_plain_create(size_t range) { return (void)range, &g_glibc_ctx; }
+static void glibc_plain_destroy(void *c) { (void)c; }
+const peer_ops_t peer_glibc_plain = {
+    .name = "glibc",
+    .about = "glibc malloc/free (default settings)",
+    .create = glibc_plain_create,
+    .destroy = glibc_plain_destroy,
+    .alloc = glibc_alloc,
+    .free = glibc_free,
+};
+
 /* A third-party library's peer: its create opens the library (once) and hands out its
  * host_lib_t as the instance. */
 #define LIB_PEER(id, text, alloc_fn, free_fn)                                         \

@@ -34,6 +34,9 @@ double ptimer_ns(uint64_t ticks);
 /* CLOCK_MONOTONIC in ns. */
 double ptimer_wall_ns(void);
 
+/* The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) in ns. */
+double ptimer_thread_cpu_ns(void);
+
 /* The q-quantile (0..1) of n samples sorted ascending (the sample at index floor(q n)). */
 static inline uint64_t ptimer_quantile(const uint64_t *sorted, size_t n, double q)
 {

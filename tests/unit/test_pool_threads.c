@@ -158,6 +158,14 @@ static int span_cmp(const void *a, const void *b)
     return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+static void check(pool_t *p)
+{
+    char why[256];
+    int bad = pool_check(p, why, sizeof why);
+    if (bad) print_error("pool_check: %s\n", why);
+    assert_int_equal(bad, 0);
+}
+
 static void test_threads(void **state)
 {
     (void)state;
@@ -179,10 +187,7 @@ static void test_threads(void **state)
     __atomic_store_n(&stop_reader, 1, __ATOMIC_RELEASE);
     assert_int_equal(pthread_join(rt, NULL), 0);
 
-    char why[256];
-    int bad = pool_check(p, why, sizeof why);
-    if (bad) print_error("pool_check: %s\n", why);
-    assert_int_equal(bad, 0);
+    check(p);
     assert_int_equal(rd.bad_checks, 0);
     assert_int_equal(rd.bad_stats, 0);
 
@@ -212,19 +217,11 @@ static void test_threads(void **state)
     assert_true(allocs > NTHREADS * OPS / 4);
 
     for (size_t k = 0; k < n; k++) assert_int_equal(pool_free(p, all[k].addr, NULL, NULL), POOL_OK);
-    assert_int_equal(pool_check(p, why, sizeof why), 0);
+    check(p);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.free_bytes, size);
     pool_destroy(p);
-}
-
-static void check(pool_t *p)
-{
-    char why[256];
-    int bad = pool_check(p, why, sizeof why);
-    if (bad) print_error("pool_check: %s\n", why);
-    assert_int_equal(bad, 0);
 }
 
 /* The pool holds nothing: one free block over the range, no cached block. */
