@@ -87,7 +87,8 @@ typedef struct rec {
     uint64_t granted : 48;   /* bytes that belong to the block (saturated) */
     uint64_t entry : 4;      /* enum vocab_entry */
     uint64_t origin : 2;     /* enum vocab_origin */
-    uint64_t unused : 10;    /* zero */
+    uint64_t tagged : 1;     /* 1: found through its block's tag, not the index */
+    uint64_t unused : 9;     /* zero */
     uint64_t seq;            /* live: sequence number; free: next free record number + 1 */
     uint64_t time_ns;        /* clock_coarse_ns() at allocation */
     uint32_t stack_id;       /* interned stack, 0 = none */
@@ -96,16 +97,19 @@ typedef struct rec {
 _Static_assert(sizeof(rec_t) == 48, "a ledger record is 48 bytes");
 
 typedef struct shard {
-    int lock;           /* guards every field below: 0 free, 1 held (shard_lock) */
-    uint32_t *index;    /* slot -> record number + 1, 0 = empty */
-    uint32_t mask;      /* index slots - 1 (index == NULL: no slots yet) */
-    uint32_t live;      /* live records */
-    uint32_t carved;    /* records ever taken from chunks */
-    uint32_t free_head; /* first free record number + 1, 0 = none */
-    rec_t **chunks;     /* slab chunks */
-    uint32_t nchunks;   /* chunks allocated */
-    uint32_t chunk_cap; /* capacity of `chunks` */
-    size_t bytes;       /* host memory held by this shard, bytes */
+    int lock;            /* guards every field below: 0 free, 1 held (shard_lock) */
+    uint32_t *index;     /* slot -> record number + 1, 0 = empty */
+    uint32_t mask;       /* index slots - 1 (index == NULL: no slots yet) */
+    uint32_t live;       /* live records */
+    uint32_t tagged;     /* of them, tagged (not in the index) */
+    uint32_t carved;     /* records ever taken from chunks */
+    uint32_t free_head;  /* first free record number + 1, 0 = none */
+    rec_t **chunks;      /* slab chunks */
+    uint16_t *tag_check; /* [chunk_cap * REC_CHUNK]: record n live and tagged: tag_check_of(its
+                            address), else 0 */
+    uint32_t nchunks;    /* chunks allocated */
+    uint32_t chunk_cap;  /* capacity of `chunks` */
+    size_t bytes;        /* host memory held by this shard, bytes */
 } __attribute__((aligned(64))) shard_t;
 
 static shard_t shards[LEDGER_SHARDS];
@@ -115,7 +119,9 @@ static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 
 #define GROUPS (LEDGER_SHARDS / GROUP_SHARDS) /* thread groups */
 _Static_assert(GROUPS >= 1 && GROUPS * GROUP_SHARDS == LEDGER_SHARDS, "whole groups");
 _Static_assert(GROUPS <= 255, "a group number + 1 fits a byte");
-static unsigned g_group_next; /* atomic: the group the next new thread records in */
+_Static_assert(LEDGER_SHARDS <= 1u << (32 - SLOT_BITS), "a handle names its shard");
+static _Atomic(ledger_resolve_fn) g_resolve; /* address -> tag of a tagged block, or NULL */
+static unsigned g_group_next;                /* atomic: the group the next new thread records in */
 /* the thread's own group + 1, and the group + 1 where its last free of another thread's block
  * found the record (0 = none yet) */
 static __thread uint8_t t_group __attribute__((tls_model("initial-exec")));
@@ -232,7 +238,7 @@ static void index_put(uint32_t *index, uint32_t mask, uint32_t home, uint32_t va
 static int index_reserve(shard_t *s)
 {
     uint32_t slots = s->index ? s->mask + 1 : 0;
-    if (s->index && (uint64_t)(s->live + 1) * 10 <= (uint64_t)slots * 7) return 0;
+    if (s->index && (uint64_t)(s->live - s->tagged + 1) * 10 <= (uint64_t)slots * 7) return 0;
     uint32_t nslots = slots ? slots * 2 : INDEX_MIN;
     if (nslots == 0) return -1;
     uint32_t *ni = calloc(nslots, sizeof *ni);
@@ -283,8 +289,13 @@ static uint32_t rec_take(shard_t *s)
             uint32_t ncap = s->chunk_cap ? s->chunk_cap * 2 : 16;
             rec_t **nc = realloc(s->chunks, ncap * sizeof *nc);
             if (!nc) return UINT32_MAX;
-            s->bytes += (size_t)(ncap - s->chunk_cap) * sizeof *nc;
             s->chunks = nc;
+            size_t had = (size_t)s->chunk_cap * REC_CHUNK, want = (size_t)ncap * REC_CHUNK;
+            uint16_t *nk = realloc(s->tag_check, want * sizeof *nk);
+            if (!nk) return UINT32_MAX; /* (the larger chunk array is kept) */
+            memset(nk + had, 0, (want - had) * sizeof *nk);
+            s->tag_check = nk;
+            s->bytes += (size_t)(ncap - s->chunk_cap) * (sizeof *nc + REC_CHUNK * sizeof *nk);
             s->chunk_cap = ncap;
         }
         rec_t *c = calloc(REC_CHUNK, sizeof *c);
@@ -296,6 +307,34 @@ static uint32_t rec_take(shard_t *s)
 }
 
 static void rec_export(const rec_t *r, ledger_record_t *out);
+
+/* Record n's check word (pre: shard locked, n < carved): 0 unless it is live and tagged, then
+ * 16 bits of its address's hash, never 0 (tag_check_of). */
+static uint16_t tag_check_of(uintptr_t addr) { return (uint16_t)(addr_hash(addr) >> 48) | 1u; }
+
+/* A tagged record's handle: its shard's index above SLOT_BITS, its number + 1 below (never 0). */
+static uint32_t handle_of(const shard_t *s, uint32_t n)
+{
+    return (uint32_t)shard_index(s) << SLOT_BITS | (n + 1);
+}
+
+static void rec_fill(rec_t *r, uintptr_t addr, int device, size_t requested, size_t granted,
+                     enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id,
+                     uint64_t time_ns, uint64_t seq, uint32_t tid)
+{
+    r->addr = addr;
+    r->requested = requested > SIZE_MAX48 ? SIZE_MAX48 : requested;
+    r->device = vocab_device(device);
+    r->granted = granted > SIZE_MAX48 ? SIZE_MAX48 : granted;
+    r->entry = (unsigned)entry & 15u;
+    r->origin = (unsigned)origin & 3u;
+    r->tagged = 0;
+    r->unused = 0;
+    r->seq = seq;
+    r->time_ns = time_ns;
+    r->stack_id = stack_id;
+    r->tid = tid;
+}
 
 /* pre: shard locked.  Record n into its slot of the ledger file. */
 static void rec_to_file(shard_t *s, uint32_t n, const rec_t *r)
@@ -354,20 +393,79 @@ void ledger_record_alloc_at(uintptr_t addr, int device, size_t requested, size_t
         }
     }
     if (r) {
-        r->addr = addr;
-        r->requested = requested > SIZE_MAX48 ? SIZE_MAX48 : requested;
-        r->device = vocab_device(device);
-        r->granted = granted > SIZE_MAX48 ? SIZE_MAX48 : granted;
-        r->entry = (unsigned)entry & 15u;
-        r->origin = (unsigned)origin & 3u;
-        r->unused = 0;
-        r->seq = seq;
-        r->time_ns = time_ns;
-        r->stack_id = stack_id;
-        r->tid = tid;
+        rec_fill(r, addr, device, requested, granted, entry, origin, stack_id, time_ns, seq, tid);
         if (ledger_file_on()) rec_to_file(s, n, r);
     }
     shard_unlock(s);
+}
+
+uint32_t ledger_record_alloc_tagged(uintptr_t addr, int device, size_t requested, size_t granted,
+                                    enum vocab_entry entry, enum vocab_origin origin,
+                                    uint32_t stack_id, uint64_t time_ns)
+{
+    if (addr == 0) return 0;
+    uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
+    uint32_t tid = my_tid();
+    shard_t *s = shard_in(my_group(), addr_hash(addr));
+    shard_lock(s);
+    uint32_t n = rec_take(s), handle = 0;
+    if (n != UINT32_MAX) {
+        rec_t *r = rec_at(s, n);
+        rec_fill(r, addr, device, requested, granted, entry, origin, stack_id, time_ns, seq, tid);
+        r->tagged = 1;
+        s->tag_check[n] = tag_check_of(addr);
+        s->live++;
+        s->tagged++;
+        handle = handle_of(s, n);
+        if (ledger_file_on()) rec_to_file(s, n, r);
+    }
+    shard_unlock(s);
+    return handle;
+}
+
+/* The shard and record a handle names, if it could name one: 1 and *s, *n set. */
+static int handle_rec(uint32_t handle, shard_t **s, uint32_t *n)
+{
+    uint32_t k = handle >> SLOT_BITS, m = handle & SLOT_REC;
+    if (m == 0 || k >= LEDGER_SHARDS) return 0;
+    *s = &shards[k];
+    *n = m - 1;
+    return 1;
+}
+
+/* pre: s locked.  Record n of s if it is the tagged live record of addr, else NULL. */
+static rec_t *tagged_rec(const shard_t *s, uint32_t n, uintptr_t addr)
+{
+    if (n >= s->carved || s->tag_check[n] != tag_check_of(addr)) return NULL;
+    rec_t *r = rec_at(s, n);
+    return r->addr == addr ? r : NULL;
+}
+
+/* pre: s locked, record n live and tagged.  Forgets it. */
+static void tagged_release(shard_t *s, uint32_t n)
+{
+    s->tag_check[n] = 0;
+    rec_release(s, n);
+    s->live--;
+    s->tagged--;
+}
+
+/* The record is only written, never read: at 100,000 live its line is cold (a free picks a
+ * block allocated long ago), and a load that misses stalls a pair for the whole miss where
+ * stores do not (bench_shim + perf: reading the record's address was a third of a pair).  The
+ * check word (2 bytes a record, a warm array) refuses a stale or repeated handle and, but for
+ * one chance in 32,768, a handle given with another block's address; ledger_check compares the
+ * full address with the block's tag. */
+int ledger_release_tagged(uint32_t handle, uintptr_t addr)
+{
+    shard_t *s;
+    uint32_t n;
+    if (addr == 0 || !handle_rec(handle, &s, &n)) return 0;
+    shard_lock(s);
+    int found = n < s->carved && s->tag_check[n] == tag_check_of(addr);
+    if (found) tagged_release(s, n);
+    shard_unlock(s);
+    return found;
 }
 
 void ledger_record_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
@@ -417,7 +515,35 @@ static void visit_release(shard_t *s, long slot, void *arg)
     s->live--;
 }
 
-int ledger_record_free(uintptr_t addr) { return find_record(addr, visit_release, NULL); }
+/* The tagged record of addr through the resolver: visit called with its shard locked. */
+static int visit_tagged(uintptr_t addr, void (*visit)(shard_t *s, uint32_t n, void *arg), void *arg)
+{
+    ledger_resolve_fn resolve = atomic_load_explicit(&g_resolve, memory_order_acquire);
+    uint32_t handle = 0, n;
+    shard_t *s;
+    if (!resolve || !resolve(addr, &handle) || !handle_rec(handle, &s, &n)) return 0;
+    shard_lock(s);
+    int found = tagged_rec(s, n, addr) != NULL;
+    if (found) visit(s, n, arg);
+    shard_unlock(s);
+    return found;
+}
+
+static void visit_tagged_release(shard_t *s, uint32_t n, void *arg)
+{
+    (void)arg;
+    tagged_release(s, n);
+}
+
+int ledger_record_free(uintptr_t addr)
+{
+    return find_record(addr, visit_release, NULL) || visit_tagged(addr, visit_tagged_release, NULL);
+}
+
+void ledger_set_resolver(ledger_resolve_fn fn)
+{
+    atomic_store_explicit(&g_resolve, fn, memory_order_release);
+}
 
 static int rec_device(const rec_t *r) { return (int)r->device; }
 
@@ -429,8 +555,13 @@ void ledger_drop_device(int device)
         for (uint32_t n = 0; n < s->carved && s->live; n++) {
             rec_t *r = rec_at(s, n);
             if (!r->addr || rec_device(r) != device) continue;
-            long slot = index_find(s, r->addr, addr_hash(r->addr));
-            if (slot >= 0) index_remove(s, (uint32_t)slot);
+            if (r->tagged) {
+                s->tag_check[n] = 0;
+                s->tagged--;
+            } else {
+                long slot = index_find(s, r->addr, addr_hash(r->addr));
+                if (slot >= 0) index_remove(s, (uint32_t)slot);
+            }
             rec_release(s, n);
             s->live--;
         }
@@ -447,9 +578,11 @@ void ledger_clear(void)
         for (uint32_t c = 0; c < s->nchunks; c++) free(s->chunks[c]);
         free(s->chunks);
         free(s->index);
+        free(s->tag_check);
+        s->tag_check = NULL;
         s->chunks = NULL;
         s->index = NULL;
-        s->mask = s->live = s->carved = s->free_head = s->nchunks = s->chunk_cap = 0;
+        s->mask = s->live = s->tagged = s->carved = s->free_head = s->nchunks = s->chunk_cap = 0;
         s->bytes = 0;
         shard_unlock(s);
     }
@@ -518,9 +651,14 @@ static void visit_export(shard_t *s, long slot, void *out)
     if (out) rec_export(rec_at(s, slot_rec(s->index[slot])), out);
 }
 
+static void visit_tagged_export(shard_t *s, uint32_t n, void *out)
+{
+    if (out) rec_export(rec_at(s, n), out);
+}
+
 int ledger_lookup(uintptr_t addr, ledger_record_t *out)
 {
-    return find_record(addr, visit_export, out);
+    return find_record(addr, visit_export, out) || visit_tagged(addr, visit_tagged_export, out);
 }
 
 /* ---- grouping by site ------------------------------------------------------------------------ */
@@ -635,6 +773,30 @@ void ledger_memory(ledger_memory_t *out)
     ledger_stack_memory(&out->stacks, &out->stack_bytes, &out->stacks_dropped);
 }
 
+/* ledger_check's list of tagged records, checked against their blocks' tags after the shards
+ * are unlocked. */
+typedef struct tagged_list {
+    uintptr_t *addr;
+    uint32_t *handle;
+    size_t n, cap;
+} tagged_list_t;
+
+static int tagged_push(tagged_list_t *l, uintptr_t addr, uint32_t handle)
+{
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 1024;
+        uintptr_t *na = realloc(l->addr, ncap * sizeof *na);
+        if (na) l->addr = na;
+        uint32_t *nh = realloc(l->handle, ncap * sizeof *nh);
+        if (nh) l->handle = nh;
+        if (!na || !nh) return -1;
+        l->cap = ncap;
+    }
+    l->addr[l->n] = addr;
+    l->handle[l->n++] = handle;
+    return 0;
+}
+
 int ledger_check(char *why, size_t why_len)
 {
     int bad = 0;
@@ -644,14 +806,18 @@ int ledger_check(char *why, size_t why_len)
         bad++;                                                \
     } while (0)
     uint32_t nstacks = ledger_stack_count();
+    ledger_resolve_fn resolve = atomic_load_explicit(&g_resolve, memory_order_acquire);
+    tagged_list_t tl = {0};
     shards_lock_all();
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
-        uint32_t live = 0, used_slots = 0, free_len = 0;
+        uint32_t live = 0, tagged = 0, used_slots = 0, free_len = 0;
         for (uint32_t n = 0; n < s->carved; n++) {
             const rec_t *r = rec_at(s, n);
             ledger_record_t e;
             if (r->addr) rec_export(r, &e);
+            if (s->tag_check[n] != (r->addr && r->tagged ? tag_check_of(r->addr) : 0))
+                FAIL("shard %d: record %u: check word %#x", k, n, s->tag_check[n]);
             if (ledger_file_check_slot((unsigned)k, n, r->addr ? &e : NULL))
                 FAIL("shard %d: record %u differs from its slot in the ledger file", k, n);
             if (!r->addr) continue;
@@ -665,10 +831,19 @@ int ledger_check(char *why, size_t why_len)
                     FAIL("shard %d: record %u (addr %#lx) is live in shard %u too", k, n,
                          (unsigned long)r->addr, shard_index(o));
             }
-            long slot = index_find(s, r->addr, h);
-            if (slot < 0 || s->index[slot] != slot_value(n, h))
-                FAIL("shard %d: record %u (addr %#lx) not found through the index", k, n,
-                     (unsigned long)r->addr);
+            if (r->tagged) {
+                tagged++;
+                if (index_find(s, r->addr, h) >= 0)
+                    FAIL("shard %d: tagged record %u (addr %#lx) is in the index too", k, n,
+                         (unsigned long)r->addr);
+                if (resolve && tagged_push(&tl, r->addr, handle_of(s, n)) != 0)
+                    FAIL("no host memory to check the tags");
+            } else {
+                long slot = index_find(s, r->addr, h);
+                if (slot < 0 || s->index[slot] != slot_value(n, h))
+                    FAIL("shard %d: record %u (addr %#lx) not found through the index", k, n,
+                         (unsigned long)r->addr);
+            }
             if (r->stack_id > nstacks)
                 FAIL("shard %d: record %u has unknown stack %u", k, n, r->stack_id);
             if (r->granted < r->requested) FAIL("shard %d: record %u granted < requested", k, n);
@@ -691,12 +866,25 @@ int ledger_check(char *why, size_t why_len)
             free_len++;
         }
         if (live != s->live) FAIL("shard %d: %u live records, counter says %u", k, live, s->live);
-        if (used_slots != s->live)
-            FAIL("shard %d: %u index entries for %u live", k, used_slots, s->live);
+        if (tagged != s->tagged)
+            FAIL("shard %d: %u tagged records, counter says %u", k, tagged, s->tagged);
+        if (used_slots != s->live - s->tagged)
+            FAIL("shard %d: %u index entries for %u untagged live", k, used_slots,
+                 s->live - s->tagged);
         if (free_len + s->live != s->carved)
             FAIL("shard %d: free list %u + live %u != carved %u", k, free_len, s->live, s->carved);
     }
     shards_unlock_all();
+    /* The blocks' tags, with no ledger lock held: the resolver takes its allocator's locks, which
+     * come before the ledger's (shim/fork.c). */
+    for (size_t i = 0; i < tl.n; i++) {
+        uint32_t tag = 0;
+        if (!resolve(tl.addr[i], &tag) || tag != tl.handle[i])
+            FAIL("record %#x (addr %#lx): its block's tag names another record", tl.handle[i],
+                 (unsigned long)tl.addr[i]);
+    }
+    free(tl.addr);
+    free(tl.handle);
 #undef FAIL
     char swhy[160];
     int sbad = ledger_stack_check(swhy, sizeof swhy);

@@ -98,8 +98,30 @@ void ledger_record_alloc_at(uintptr_t addr, int device, size_t requested, size_t
                             enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id,
                             uint64_t time_ns);
 /* Forget a live allocation: 1 if it was recorded, 0 if unknown.  Call it before the memory is
- * handed back, so the address cannot be handed out and recorded again in between. */
+ * handed back, so the address cannot be handed out and recorded again in between.  Finds
+ * tagged records too, through the resolver. */
 int ledger_record_free(uintptr_t addr);
+
+/* Tagged records: for blocks whose allocator keeps a 32-bit word beside each block (the pool's
+ * tag, pool_alloc_tagged).  The record goes in no address index: the caller stores the handle
+ * returned (never 0; 0 = not recorded: host memory ran out) in the block's tag and gives it
+ * back to forget the record, so neither call hashes or probes.  An address must not be live in
+ * a tagged and an untagged record at once (the allocator's blocks never overlap the runtime's).
+ * The record's number and group are those of ledger_record_alloc_at. */
+uint32_t ledger_record_alloc_tagged(uintptr_t addr, int device, size_t requested, size_t granted,
+                                    enum vocab_entry entry, enum vocab_origin origin,
+                                    uint32_t stack_id, uint64_t time_ns);
+/* Forget the tagged record `handle` of addr: 1 when it was the live record of addr, else 0 and
+ * nothing changes (a stale or foreign handle).  Call it before the block is handed back. */
+int ledger_release_tagged(uint32_t handle, uintptr_t addr);
+/* How ledger_lookup, ledger_record_free and ledger_check find a tagged record from its address:
+ * 1 and *handle = the tag of the live block at addr, 0 when addr is no tagged block.  It is
+ * called with no ledger lock held and may take its allocator's locks (which come before the
+ * ledger's); it must never call into the ledger.  NULL (the default): tagged records are found
+ * only through their handles.  ledger_check compares every tagged record with its block's tag
+ * after it let go of the shards: call it when no thread allocates or frees. */
+typedef int (*ledger_resolve_fn)(uintptr_t addr, uint32_t *handle);
+void ledger_set_resolver(ledger_resolve_fn fn);
 /* Forget every record of `device` (aclrtResetDevice released its memory); -1 = the records of
  * unknown devices. */
 void ledger_drop_device(int device);

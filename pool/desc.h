@@ -63,9 +63,12 @@ struct desc {
             size_t requested; /* LIVE: bytes the application asked for (statistics) */
         };
     }; /* FREE and VOID blocks use the list links (each in its own heap); TRANSIT neither */
-    struct slab_page *page; /* PAGE: its slab page; NULL in every other state */
-    uint32_t state;         /* enum desc_state */
-    uint32_t mark;          /* scratch for pool_check (epoch stamp) */
+    union {
+        struct slab_page *page; /* PAGE: its slab page; NULL in FREE, VOID and TRANSIT */
+        uint32_t tag;           /* LIVE: the caller's tag word (pool_alloc_tagged) */
+    };
+    uint32_t state; /* enum desc_state */
+    uint32_t mark;  /* scratch for pool_check (epoch stamp) */
 };
 _Static_assert(sizeof(desc_t) == 64, "desc_t is one cache line");
 

@@ -175,7 +175,8 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
 
 /* A LIVE large-heap block of exactly `need` bytes, cut from the bottom of a free block and
  * entered in the address map.  0 when nothing fits (or host OOM). */
-static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested, uintptr_t *out)
+static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested, uintptr_t *out,
+                       uint32_t **tag)
 {
     if (desc_reserve(&p->desc, 3) != 0 || addrmap_reserve(&p->live, 1) != 0) return 0;
     desc_t *b = slab_large_find(&p->slab, need);
@@ -192,12 +193,13 @@ static int large_alloc(pool_t *p, size_t need, size_t granted, size_t requested,
         return 0;
     }
     *out = b->addr;
+    *tag = &b->tag;
     return 1;
 }
 
 /* Steps 2-5 of a slab request (see the header). */
 static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t requested,
-                      uintptr_t *out)
+                      uintptr_t *out, uint32_t **tag)
 {
     slab_class_t *cl = &p->slab.cls[c];
     if (cl->cached) {
@@ -210,7 +212,7 @@ static int small_slow(pool_t *p, unsigned c, size_t need, size_t granted, size_t
         *out = slab_slot_take(&p->slab, pg, granted, requested);
         return 1;
     }
-    if (large_alloc(p, need, granted, requested, out)) {
+    if (large_alloc(p, need, granted, requested, out, tag)) {
         cl->outside++; /* counted until it is freed (free_locked) */
         return 1;
     }
@@ -231,20 +233,31 @@ typedef struct alloc_req {
     size_t granted;   /* the caller's contract */
     size_t requested; /* statistics */
     uintptr_t addr;   /* the block, once found */
+    uint32_t *tag;    /* its tag word when it is a large-heap block (else found from addr) */
 } alloc_req_t;
+
+/* The tag word of the live slot at addr (pre: lock held, addr a live slot). */
+static uint32_t *tag_word_locked(pool_t *p, uintptr_t addr)
+{
+    slab_page_t *pg = slab_page_of(&p->slab, addr);
+    debug_assert_internal(pg != NULL);
+    return &slab_tags(pg)[slab_slot_index(pg, addr)];
+}
 
 /* Everything but a thread cache, under the lock: 1 when a block was found. */
 static int alloc_slow(pool_t *p, void *ctx)
 {
     alloc_req_t *r = ctx;
-    if (r->need > SLAB_MAX) return large_alloc(p, r->need, r->granted, r->requested, &r->addr);
+    r->tag = NULL;
+    if (r->need > SLAB_MAX)
+        return large_alloc(p, r->need, r->granted, r->requested, &r->addr, &r->tag);
     unsigned c = slab_class_of(r->need);
     slab_page_t *pg = p->slab.cls[c].partial;
     if (pg) { /* the head page of the class: the lowest free slot */
         r->addr = slab_slot_take(&p->slab, pg, r->granted, r->requested);
         return 1;
     }
-    return small_slow(p, c, r->need, r->granted, r->requested, &r->addr);
+    return small_slow(p, c, r->need, r->granted, r->requested, &r->addr, &r->tag);
 }
 
 /* The search of pool_alloc without a thread cache (pre: lock held): 1 when found. */
@@ -260,12 +273,12 @@ static int alloc_search(pool_t *p, alloc_req_t *r, int *grow_refused)
 /* pool_alloc's locked path: a refill of the caller's cache (c non-NULL, class k cached), or
  * the search; then, before refusing, every thread's cache given back and the search again. */
 static int alloc_locked(pool_t *p, cache_t *c, unsigned k, alloc_req_t *r, uintptr_t *out,
-                        pool_refusal_t *why)
+                        pool_refusal_t *why, uint32_t **tag_word)
 {
     int grow_refused = 0, ok;
     lock_acquire(&p->lock);
     pool_cache_locked(p);
-    if (c && pool_cache_refill(p, c, k, r->granted, r->requested, out)) {
+    if (c && pool_cache_refill(p, c, k, r->granted, r->requested, out, tag_word)) {
         pool_cache_sync(p, c);
         pool_publish(p);
         lock_release(&p->lock);
@@ -298,11 +311,14 @@ static int alloc_locked(pool_t *p, cache_t *c, unsigned k, alloc_req_t *r, uintp
     if (c) pool_cache_sync(p, c);
     pool_publish(p);
     *out = r->addr;
+    if (tag_word) *tag_word = r->tag ? r->tag : tag_word_locked(p, r->addr);
     lock_release(&p->lock);
     return POOL_OK;
 }
 
-int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why)
+/* pool_alloc and pool_alloc_tagged (tag_word NULL: no tag wanted). */
+static inline int alloc_any(pool_t *p, size_t requested, size_t granted, uintptr_t *out,
+                            pool_refusal_t *why, uint32_t **tag_word)
 {
     if (!p || !out || granted == 0 || requested > granted) return POOL_EINVAL;
     if (granted > (p->vmm ? p->vmm->limit : p->uend - p->ubase)) {
@@ -330,18 +346,32 @@ int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool
                 pool_cache_count(c, k, granted, requested, +1);
                 pool_cache_leave(c);
                 *out = e.addr;
+                if (tag_word) *tag_word = e.tag;
                 return POOL_OK;
             }
             pool_cache_leave(c);
         }
     }
-    return alloc_locked(p, c, k, &r, out, why);
+    return alloc_locked(p, c, k, &r, out, why, tag_word);
+}
+
+int pool_alloc(pool_t *p, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why)
+{
+    return alloc_any(p, requested, granted, out, why, NULL);
+}
+
+int pool_alloc_tagged(pool_t *p, size_t requested, size_t granted, uintptr_t *out,
+                      pool_refusal_t *why, uint32_t **tag_word)
+{
+    if (!tag_word) return POOL_EINVAL;
+    return alloc_any(p, requested, granted, out, why, tag_word);
 }
 
 /* pool_free's locked path: the authoritative lookup; a live slot of a cached class goes to the
- * caller's cache (c), any other block back to the pool. */
+ * caller's cache (c), any other block back to the pool.  tell (if not NULL) gets the block's
+ * tag once it is found live, before it is given back. */
 static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_out,
-                       size_t *requested_out)
+                       size_t *requested_out, pool_tag_fn tell, void *ctx)
 {
     lock_acquire(&p->lock);
     pool_cache_locked(p);
@@ -365,6 +395,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
             }
             if (granted_out) *granted_out = g;
             if (requested_out) *requested_out = r;
+            if (tell) tell(ctx, slab_tags(pg)[idx], 1);
             if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
                 pool_cache_push(p, c, pg, (uint32_t)idx, addr);
                 pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
@@ -380,6 +411,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
         debug_assert_internal(b->state == DESC_LIVE && b->addr == addr);
         if (granted_out) *granted_out = b->granted;
         if (requested_out) *requested_out = b->requested;
+        if (tell) tell(ctx, b->tag, 1);
         if (b->size <= SLAB_MAX) p->slab.cls[slab_class_of(b->size)].outside--;
         count_live(p, b->granted, b->requested, -1);
         tlsf_insert(&p->large, tlsf_coalesce(&p->large, &p->desc, b));
@@ -408,7 +440,9 @@ static void free_emptied(pool_t *p, cache_t *c)
     lock_release(&p->lock);
 }
 
-int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out)
+/* pool_free and pool_free_tagged (tell NULL: nobody to tell). */
+static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out,
+                           pool_tag_fn tell, void *ctx)
 {
     if (!p) return POOL_ENOTOWNED;
     /* The fast path: the granule table names the page, the record says the slot is live; it
@@ -421,8 +455,12 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
         long idx = slab_slot_index(pg, addr);
         slab_slot_t *rec = idx >= 0 ? &slab_slots(pg)[idx] : NULL;
         slab_slot_t s = rec ? __atomic_load_n(rec, __ATOMIC_RELAXED) : SLAB_SLOT_FREE;
-        if (slab_record_live(s) && (s >> SLAB_SLOT_GBITS) != SLAB_REQ_ESCAPE &&
-            (c || (c = pool_cache_lookup(p)) != NULL) && pool_cache_enter(p, c)) {
+        int live = slab_record_live(s) && (s >> SLAB_SLOT_GBITS) != SLAB_REQ_ESCAPE;
+        if (live && tell) { /* still live: nobody else can be handed it yet */
+            tell(ctx, __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED), 0);
+            tell = NULL;
+        }
+        if (live && (c || (c = pool_cache_lookup(p)) != NULL) && pool_cache_enter(p, c)) {
             unsigned k = SLAB_GEO(pg, cls);
             cache_mag_t *m = &c->mag[k];
             size_t slot = m->slot;
@@ -431,7 +469,7 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
             if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1)) {
                 size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
                 *rec = SLAB_SLOT_CACHED;
-                m->ent[m->n++] = (cache_ent_t){addr, rec};
+                m->ent[m->n++] = (cache_ent_t){addr, rec, &slab_tags(pg)[idx]};
                 c->ncached++;
                 c->bytes += slot;
                 /* counted in the class of its size (a request may have been served from a
@@ -448,7 +486,48 @@ int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_
             pool_cache_leave(c);
         }
     }
-    return free_locked(p, c, addr, granted_out, requested_out);
+    return free_locked(p, c, addr, granted_out, requested_out, tell, ctx);
+}
+
+int pool_free(pool_t *p, uintptr_t addr, size_t *granted_out, size_t *requested_out)
+{
+    return free_any(p, addr, granted_out, requested_out, NULL, NULL);
+}
+
+int pool_free_tagged(pool_t *p, uintptr_t addr, size_t *granted_out, pool_tag_fn tell, void *ctx)
+{
+    return free_any(p, addr, granted_out, NULL, tell, ctx);
+}
+
+int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
+{
+    if (!pool_contains(p, addr)) return POOL_ENOTOWNED;
+    /* A slot of a cached class: its record tells a live slot without the lock (pool_free). */
+    slab_page_t *pg = slab_page_of(&p->slab, addr);
+    if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
+        long idx = slab_slot_index(pg, addr);
+        if (idx < 0) return POOL_ENOTLIVE;
+        if (slab_record_live(__atomic_load_n(&slab_slots(pg)[idx], __ATOMIC_RELAXED))) {
+            *tag = __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED);
+            return POOL_OK;
+        }
+    }
+    lock_acquire(&p->lock);
+    pool_cache_locked(p);
+    int rc = POOL_ENOTLIVE;
+    uint64_t v;
+    if ((pg = slab_page_of(&p->slab, addr)) != NULL) {
+        long idx = slab_slot_live(pg, addr);
+        if (idx >= 0) {
+            *tag = slab_tags(pg)[idx];
+            rc = POOL_OK;
+        }
+    } else if (addrmap_get(&p->live, addr, &v)) {
+        *tag = ((const desc_t *)(uintptr_t)v)->tag;
+        rc = POOL_OK;
+    }
+    lock_release(&p->lock);
+    return rc;
 }
 
 int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requested)

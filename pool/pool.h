@@ -256,9 +256,33 @@ void pool_explain(pool_t *pool, size_t granted, pool_refusal_t *out);
  * the state the request met.  Otherwise *why is not touched. */
 int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why);
 
+/* Tagged allocation: pool_alloc, and on POOL_OK *tag_word points at the block's tag: a 32-bit
+ * word the pool keeps beside the block for its caller (the shim's ledger writes its record's
+ * handle there).  The word belongs to the caller while the block is live; its value is
+ * undefined until the caller stores one.  pool_block_tag reads it back.  A block allocated with
+ * pool_alloc has a tag of undefined value. */
+int pool_alloc_tagged(pool_t *pool, size_t requested, size_t granted, uintptr_t *out,
+                      pool_refusal_t *why, uint32_t **tag_word);
+
+/* The tag of the live block starting at addr: POOL_OK and *tag, else POOL_ENOTLIVE or
+ * POOL_ENOTOWNED and *tag untouched.  No lock for a slot of a thread-cached class (the lookup
+ * of pool_free's fast path); the lock otherwise. */
+int pool_block_tag(pool_t *pool, uintptr_t addr, uint32_t *tag);
+
 /* Free the block starting at addr.  On POOL_OK, *granted_out / *requested_out (either may be
  * NULL) receive what the block was allocated with. */
 int pool_free(pool_t *pool, uintptr_t addr, size_t *granted_out, size_t *requested_out);
+
+/* pool_free that tells its caller the block's tag: tell(ctx, tag, locked) runs once the block
+ * is found live and before it can be handed out again (so a record of the block can be
+ * forgotten before another thread allocates the address), and not at all when the free is
+ * refused.  locked = 0: no lock held (a slot of a thread-cached class, the fast path); 1: under
+ * the pool lock (everything else), where the callback should be short (every thread's large
+ * blocks wait for it), must not call into the pool, and may take only locks ordered after the
+ * pool's (shim/fork.c). */
+typedef void (*pool_tag_fn)(void *ctx, uint32_t tag, int locked);
+int pool_free_tagged(pool_t *pool, uintptr_t addr, size_t *granted_out, pool_tag_fn tell,
+                     void *ctx);
 
 /* 1 when addr lies inside the managed range (live, free or interior), else 0.  Lock-free. */
 int pool_contains(const pool_t *pool, uintptr_t addr);

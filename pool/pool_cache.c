@@ -211,7 +211,7 @@ static void trim(pool_t *p, cache_t *c, size_t more)
 }
 
 int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t requested,
-                      uintptr_t *out)
+                      uintptr_t *out, uint32_t **tag_out)
 {
     cache_mag_t *m = &c->mag[k];
     size_t slot = slab_geom[k].slot;
@@ -235,7 +235,8 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
                 }
             }
             uintptr_t a = slab_slot_take_cached(&p->slab, pg);
-            m->ent[m->n++] = (cache_ent_t){a, &slab_slots(pg)[slab_slot_index(pg, a)]};
+            long idx = slab_slot_index(pg, a);
+            m->ent[m->n++] = (cache_ent_t){a, &slab_slots(pg)[idx], &slab_tags(pg)[idx]};
         }
         if (m->n == 0) return 0;
         /* lowest address on top: the next allocations come from the bottom of the pages */
@@ -253,6 +254,7 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
     *e.rec = slab_slot_record(granted, requested);
     pool_cache_count(c, k, granted, requested, +1);
     *out = e.addr;
+    if (tag_out) *tag_out = e.tag;
     return 1;
 }
 
@@ -265,7 +267,7 @@ void pool_cache_push(pool_t *p, cache_t *c, slab_page_t *pg, uint32_t idx, uintp
     if (c->bytes + pg->slot > CACHE_BYTES_MAX) trim(p, c, pg->slot); /* pg keeps the slot */
     slab_slot_t *rec = &slab_slots(pg)[idx];
     *rec = SLAB_SLOT_CACHED;
-    m->ent[m->n++] = (cache_ent_t){addr, rec};
+    m->ent[m->n++] = (cache_ent_t){addr, rec, &slab_tags(pg)[idx]};
     c->ncached++;
     c->bytes += pg->slot;
 }

@@ -399,7 +399,7 @@ static void walk_tiling(chk_t *c)
         if (b->size == 0 || b->size % POOL_ALIGN || b->addr % POOL_ALIGN)
             viol(c, "block %#lx: size %zu or address not 64-aligned", (unsigned long)b->addr,
                  b->size);
-        if (b->state != DESC_PAGE && b->page)
+        if (b->state != DESC_PAGE && b->state != DESC_LIVE && b->page)
             viol(c, "block %#lx points at a page", (unsigned long)b->addr);
         c->s.descriptors++;
         check_vmm_block(c, b, prev);
@@ -743,7 +743,7 @@ static void check_caches(chk_t *c)
                 const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
                 long idx = pg ? slab_slot_index(pg, e.addr) : -1;
                 if (idx < 0 || pg->cls != cl || e.rec != &slab_slots(pg)[idx] ||
-                    !slot_cached(pg, (uint32_t)idx))
+                    e.tag != &slab_tags(pg)[idx] || !slot_cached(pg, (uint32_t)idx))
                     viol(c, "cached block %#lx (class %u) is not a cached slot of its class",
                          (unsigned long)e.addr, cl);
                 if (all && at < total) all[at++] = e.addr;
@@ -754,7 +754,7 @@ static void check_caches(chk_t *c)
             const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
             long idx = pg ? slab_slot_index(pg, e.addr) : -1;
             if (idx < 0 || pg->cls != cl || e.rec != &slab_slots(pg)[idx] ||
-                !slot_cached(pg, (uint32_t)idx))
+                e.tag != &slab_tags(pg)[idx] || !slot_cached(pg, (uint32_t)idx))
                 viol(c, "transfer-cache block %#lx (class %u) is not a cached slot of its class",
                      (unsigned long)e.addr, cl);
             if (all && at < total) all[at++] = e.addr;

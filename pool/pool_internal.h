@@ -100,6 +100,7 @@ typedef struct pool_vmm {
 typedef struct cache_ent {
     uintptr_t addr;   /* the slot's address */
     slab_slot_t *rec; /* its record (SLAB_SLOT_CACHED while here) */
+    uint32_t *tag;    /* its tag word (slab_tags) */
 } cache_ent_t;
 
 /* One class of a cache, on a cache line of its own: the magazine and the thread's share of
@@ -407,7 +408,7 @@ void pool_cache_sync(pool_t *p, cache_t *c);
  * magazine from the class's pages (at most one page carved) and pop one; 0 when no page could
  * be had.  *out = its address; its record is set for granted/requested. */
 int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t requested,
-                      uintptr_t *out);
+                      uintptr_t *out, uint32_t **tag_out);
 /* Push the live slot idx of pg (addr) into cache c, making room first (pre: lock held). */
 void pool_cache_push(pool_t *p, cache_t *c, slab_page_t *pg, uint32_t idx, uintptr_t addr);
 /* Summed statistics (pre: lock held and fast paths stopped). */

@@ -284,7 +284,8 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     if (!f || gran_leaves(s, f->addr + f->size - span, span) != 0) return NULL;
     uint32_t id = id_peek(s);
     if (!id) return NULL;
-    size_t bytes = sizeof(slab_page_t) + nwords * sizeof(uint64_t) + n * sizeof(slab_slot_t);
+    size_t bytes = sizeof(slab_page_t) + nwords * sizeof(uint64_t) + n * sizeof(slab_slot_t) +
+                   n * sizeof(uint32_t); /* the tags */
     unsigned order;
     slab_page_t *pg = page_mem_get(s, bytes, &order);
     if (!pg) return NULL;

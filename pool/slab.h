@@ -81,7 +81,7 @@
 #define SLAB_PAGE_MAX_SLOTS 4096u    /* 64 bitmap words: one summary word */
 #define SLAB_PAGE_ID_MAX 0xfffffffeu /* page ids 1..SLAB_PAGE_ID_MAX (0 = none) */
 #define SLAB_MEM_MIN_ORDER 8u        /* page metadata blocks: 256 B .. */
-#define SLAB_MEM_ORDERS 16u          /* .. 32 KiB (4096 slots take 17 KiB) */
+#define SLAB_MEM_ORDERS 17u          /* .. 64 KiB (4096 slots take 33 KiB) */
 
 /* ---- types -------------------------------------------------------------------------------- */
 /* Geometry of one class, the same for every pool (slab.c builds the table once). */
@@ -162,7 +162,8 @@ struct slab_page {
     uint8_t dirty;              /* 1: `runs` is stale (a slot changed since it was computed) */
     uint64_t summary;           /* bit w set iff bits[w] != 0 */
     uint64_t bits[];            /* [nwords] bit set = slot free; bits past nslots are 0; then
-                                    slab_slot_t[nslots], the sizes of the live slots */
+                                    slab_slot_t[nslots], the sizes of the live slots; then
+                                    uint32_t[nslots], the live slots' tags (pool_alloc_tagged) */
 };
 
 /* One entry of the granule table: granule g covers [ubase + g*256K, ubase + (g+1)*256K).
@@ -229,6 +230,12 @@ static inline unsigned slab_class_of(size_t need)
 static inline slab_slot_t *slab_slots(const slab_page_t *pg)
 {
     return (slab_slot_t *)(uintptr_t)(pg->bits + pg->nwords); /* a live slot's page: stable */
+}
+/* The tag words of the slots (pool_alloc_tagged), after the records; the geometry read with
+ * SLAB_GEO, so the lock-free lookup (pool_block_tag) may call it. */
+static inline uint32_t *slab_tags(const slab_page_t *pg)
+{
+    return (uint32_t *)(uintptr_t)(pg->bits + SLAB_GEO(pg, nwords)) + SLAB_GEO(pg, nslots);
 }
 
 /* The page holding addr, or NULL (any address).  Safe without the lock (the lock-free free

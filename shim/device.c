@@ -327,6 +327,18 @@ pool_t *device_pool_pin_by_address(uintptr_t addr, int *device)
     return NULL;
 }
 
+int device_resolve_tag(uintptr_t addr, uint32_t *tag)
+{
+    pool_t *held = pin_current(); /* the shim pins nothing but pools */
+    if (held) return pool_contains(held, addr) && pool_block_tag(held, addr, tag) == POOL_OK;
+    int device;
+    pool_t *pool = device_pool_pin_by_address(addr, &device);
+    if (!pool) return 0;
+    int ok = pool_block_tag(pool, addr, tag) == POOL_OK;
+    device_pool_unpin();
+    return ok;
+}
+
 void device_counters(int device, wire_counters_t *out)
 {
     const wire_counters_t *c = shim_counters_of(device);

@@ -7,8 +7,12 @@
  * the first figures after it is known (the same answer the reports' "runtime" section gives).
  *
  * Order that matters: a free is forgotten by the ledger and written to the trace BEFORE the block
- * goes back to the pool (observe_forget), so that another thread cannot be handed the same
- * address, and record it, while the old record still exists.
+ * goes back to the pool (observe_forget; for a pool block observe_pool_forget, which
+ * pool_free_tagged calls once it found the block live), so that another thread cannot be handed
+ * the same address, and record it, while the old record still exists.
+ * A pool block's record is tagged (ledger.h): its handle lives in the block's tag in the pool,
+ * so recording and forgetting it neither hash nor probe; the ledger finds it from an address
+ * through device_resolve_tag.
  * Locks: report_* functions take their own locks and the pools' and the ledger's; they are called
  * with no npupool lock held.
  */
@@ -182,6 +186,7 @@ void observe_init(void)
     options_for_each(config_line, &config);
     npupool_config.ledger.file_config = config.buf;
     ledger_init(&npupool_config.ledger);
+    ledger_set_resolver(device_resolve_tag); /* pool blocks' records: through their tags */
     trace_open(npupool_config.trace);
     report_source_t src = {.for_each_device = for_each_device,
                            .for_each_option = for_each_option,
@@ -200,14 +205,35 @@ void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
     if (ledger_file_device_due(device)) file_figures(device);
 }
 
-void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
-                        enum vocab_entry e, uint32_t stack, size_t allocated, size_t reserved)
+uint32_t observe_pool_record(uintptr_t addr, int device, size_t requested, size_t granted,
+                             enum vocab_entry e, uint32_t stack, uint64_t now)
 {
-    uint64_t now = clock_coarse_ns(); /* the one clock read of a pool allocation */
-    ledger_record_alloc_at(addr, device, requested, granted, e, VOCAB_FROM_POOL, stack, now);
+    return ledger_record_alloc_tagged(addr, device, requested, granted, e, VOCAB_FROM_POOL, stack,
+                                      now);
+}
+
+void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t allocated,
+                        size_t reserved, uint64_t now)
+{
     trace_alloc(device, addr, requested);
     report_usage_changed_at(device, allocated, reserved, now);
     if (ledger_file_device_due(device)) file_figures(device);
+}
+
+void observe_pool_forget(uint32_t tag, uintptr_t addr, int device)
+{
+    if (ledger_release_tagged(tag, addr)) trace_free(device, addr);
+}
+
+uint32_t observe_pool_freed(uint32_t tag, uintptr_t addr, int device)
+{
+    if (tag) trace_free(device, addr); /* 0: the allocation was never recorded */
+    return tag;
+}
+
+void observe_pool_forget_deferred(uint32_t tag, uintptr_t addr)
+{
+    ledger_release_tagged(tag, addr);
 }
 
 int observe_forget(uintptr_t addr, int device, int traced)

@@ -19,10 +19,22 @@ uint32_t observe_capture_stack(void);
 /* A successful allocation: ledger record and trace line.  device: a vocab_device() id. */
 void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted, enum vocab_entry e,
                    enum vocab_origin origin, uint32_t stack);
-/* A pool allocation: observe_alloc (origin pool) and observe_usage at once, with one clock read
- * for the record and the threshold monitor. */
-void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t granted,
-                        enum vocab_entry e, uint32_t stack, size_t allocated, size_t reserved);
+/* A pool allocation, in two steps with one clock read (`now`, clock_coarse_ns()): its tagged
+ * ledger record, whose handle the caller stores in the block's tag while it still pins the pool
+ * (observe_pool_record), then its trace line and the threshold monitor (observe_pool_alloc, with
+ * no pin held). */
+uint32_t observe_pool_record(uintptr_t addr, int device, size_t requested, size_t granted,
+                             enum vocab_entry e, uint32_t stack, uint64_t now);
+void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t allocated,
+                        size_t reserved, uint64_t now);
+/* Forget the pool block at addr whose tag is `tag`, and write its free to the trace: from
+ * pool_free_tagged's callback, so BEFORE the block can be handed out again (possibly under the
+ * pool lock: the ledger's and the trace's locks come after the pools' in shim/fork.c's order). */
+void observe_pool_forget(uint32_t tag, uintptr_t addr, int device);
+/* The same in two steps, for a callback under the pool lock: the trace line now (returns the
+ * tag to forget), the record once the lock is let go (shim/entry.c: forget_tagged). */
+uint32_t observe_pool_freed(uint32_t tag, uintptr_t addr, int device);
+void observe_pool_forget_deferred(uint32_t tag, uintptr_t addr);
 /* Forget addr in the ledger and, when `traced` and it was recorded, write its free to the trace.
  * Call it BEFORE the memory can be reused.  Returns 1 if it was recorded. */
 int observe_forget(uintptr_t addr, int device, int traced);

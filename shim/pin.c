@@ -96,6 +96,13 @@ void *pin_load(void **shared)
     }
 }
 
+void *pin_current(void)
+{
+    if (t_overflow) return __atomic_load_n(&overflow_held, __ATOMIC_RELAXED);
+    tstate_t *t = tstate_self();
+    return t ? __atomic_load_n(&t->pin_held, __ATOMIC_RELAXED) : NULL;
+}
+
 void pin_release(void)
 {
     if (t_overflow) {

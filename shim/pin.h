@@ -34,6 +34,9 @@ void *pin_load(void **shared);
 /* Let go of this thread's pin (none held: no effect). */
 void pin_release(void);
 
+/* What this thread holds pinned now (NULL: nothing).  Never blocks. */
+void *pin_current(void);
+
 /* Wait until no thread holds obj.  pre: obj is no longer reachable through any shared pointer. */
 void pin_wait_unheld(const void *obj);
 

@@ -88,6 +88,10 @@ pool_t *device_pool_pin_or_create(int device);
 pool_t *device_pool_pin(int device);
 /* The pool that contains addr, pinned, and its device in *device; NULL (and -1) when none. */
 pool_t *device_pool_pin_by_address(uintptr_t addr, int *device);
+/* The ledger's resolver (ledger_set_resolver): the tag of the live pool block at addr.  Uses
+ * the pool this thread has pinned if it holds addr (a report's), else pins one for the call;
+ * 0 when the thread holds another pool's pin (it is never replaced). */
+int device_resolve_tag(uintptr_t addr, uint32_t *tag);
 /* Let go of the pool this thread pinned. */
 void device_pool_unpin(void);
 /* Whether the device has a pool now (the pointer is only compared, never dereferenced). */

@@ -398,6 +398,226 @@ static void test_check_finds_address_in_two_shards(void **state)
     check_ledger();
 }
 
+/* ---- tagged records ---------------------------------------------------------------------------- */
+/* The tags of made-up blocks, as an allocator would keep them beside each block: an
+ * open-addressing map address -> tag (0 = none), the resolver's answer. */
+enum { TAG_SLOTS = 1 << 18 };
+static uintptr_t tag_addr[TAG_SLOTS];
+static uint32_t tag_val[TAG_SLOTS];
+static pthread_mutex_t tag_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t tag_slot(uintptr_t a)
+{
+    size_t i = (size_t)((a >> 6) * 0x9e3779b97f4a7c15ULL >> 46) & (TAG_SLOTS - 1);
+    while (tag_addr[i] && tag_addr[i] != a) i = (i + 1) & (TAG_SLOTS - 1);
+    return i;
+}
+static void tag_set(uintptr_t a, uint32_t t) /* t = 0: the block is gone (its tag stays 0) */
+{
+    pthread_mutex_lock(&tag_lock);
+    size_t i = tag_slot(a);
+    tag_addr[i] = a;
+    tag_val[i] = t;
+    pthread_mutex_unlock(&tag_lock);
+}
+static int tag_resolve(uintptr_t a, uint32_t *t)
+{
+    pthread_mutex_lock(&tag_lock);
+    size_t i = tag_slot(a);
+    int ok = tag_addr[i] == a && tag_val[i] != 0;
+    if (ok) *t = tag_val[i];
+    pthread_mutex_unlock(&tag_lock);
+    return ok;
+}
+static int tag_setup(void **state)
+{
+    (void)state;
+    ledger_clear();
+    memset(tag_addr, 0, sizeof tag_addr);
+    memset(tag_val, 0, sizeof tag_val);
+    ledger_set_resolver(tag_resolve);
+    return 0;
+}
+static int tag_teardown(void **state)
+{
+    (void)state;
+    ledger_set_resolver(NULL);
+    ledger_clear();
+    return 0;
+}
+static uint32_t tagged_alloc(uintptr_t a, int device, size_t granted)
+{
+    uint32_t h = ledger_record_alloc_tagged(a, device, granted - 32, granted, VOCAB_MALLOC,
+                                            VOCAB_FROM_POOL, 0, clock_coarse_ns());
+    if (h) tag_set(a, h);
+    return h;
+}
+static int tagged_free(uintptr_t a, uint32_t h)
+{
+    int ok = ledger_release_tagged(h, a);
+    tag_set(a, 0);
+    return ok;
+}
+
+/* A tagged record is found through its block's tag (lookup, free by address, the checker), is
+ * counted like any other, and a stale, repeated or made-up handle changes nothing. */
+static void test_tagged_records(void **state)
+{
+    (void)state;
+    uintptr_t a = 0x7e0000000040u, b = 0x7e0000010000u;
+    uint32_t ha = tagged_alloc(a, 1, 1056), hb = tagged_alloc(b, 2, 4128);
+    assert_true(ha != 0 && hb != 0 && ha != hb);
+    ledger_record_alloc(0x1000, 1, 10, 64, VOCAB_MALLOC, VOCAB_FROM_PASSTHROUGH, 0); /* untagged */
+    ledger_record_t r;
+    assert_int_equal(ledger_lookup(a, &r), 1);
+    assert_int_equal(r.addr, a);
+    assert_int_equal(r.device, 1);
+    assert_int_equal(r.granted, 1056);
+    assert_int_equal(r.requested, 1024);
+    assert_int_equal(r.origin, VOCAB_FROM_POOL);
+    assert_int_equal(ledger_live_total(), 3);
+    assert_int_equal(ledger_live_count(1), 2);
+    ledger_site_t *sites = NULL;
+    size_t n = ledger_collect_sites(&sites, 0);
+    size_t counted = 0;
+    for (size_t i = 0; i < n; i++) counted += sites[i].count;
+    free(sites);
+    assert_int_equal(counted, 3);
+    check_ledger();
+
+    assert_int_equal(ledger_release_tagged(hb, a), 0);          /* another block's handle... */
+    assert_int_equal(ledger_release_tagged(0, a), 0);           /* no handle */
+    assert_int_equal(ledger_release_tagged(ha + 7, a), 0);      /* a record never carved */
+    assert_int_equal(ledger_release_tagged(0xfe000001u, a), 0); /* no such shard */
+    assert_int_equal(ledger_live_total(), 3);
+    check_ledger();
+    assert_int_equal(tagged_free(a, ha), 1);
+    assert_int_equal(ledger_release_tagged(ha, a), 0); /* double free */
+    assert_int_equal(ledger_lookup(a, NULL), 0);
+    assert_int_equal(ledger_record_free(b), 1); /* by address: through the resolver */
+    tag_set(b, 0);
+    assert_int_equal(ledger_release_tagged(hb, b), 0);
+    assert_int_equal(ledger_live_total(), 1);
+    check_ledger();
+    /* a live handle given with another address changes nothing */
+    uint32_t hc = tagged_alloc(a + 64, 1, 128);
+    assert_true(hc != 0);
+    assert_int_equal(ledger_release_tagged(hc, a + 128), 0);
+    assert_int_equal(ledger_live_total(), 2);
+    check_ledger();
+}
+
+/* The checker names a tagged record whose block's tag names another record (a lost or stale
+ * tag) and a tag that names no record. */
+static void test_tagged_check_finds_wrong_tag(void **state)
+{
+    (void)state;
+    uintptr_t a = 0x7e0000100000u, b = 0x7e0000200000u;
+    uint32_t ha = tagged_alloc(a, 0, 256), hb = tagged_alloc(b, 0, 256);
+    check_ledger();
+    tag_set(a, hb); /* a's tag names b's record */
+    char why[256] = "";
+    assert_true(ledger_check(why, sizeof why) > 0);
+    assert_non_null(strstr(why, "tag names another record"));
+    tag_set(a, ha);
+    check_ledger();
+    tag_set(b, 0); /* b's block has no tag any more, its record is still live */
+    assert_true(ledger_check(why, sizeof why) > 0);
+    tag_set(b, hb);
+    ledger_drop_device(0); /* drops tagged records too */
+    assert_int_equal(ledger_live_total(), 0);
+    assert_int_equal(ledger_lookup(a, NULL), 0);
+    assert_int_equal(ledger_release_tagged(ha, a), 0);
+    check_ledger();
+}
+
+/* Tagged and untagged records at random against a model; the checker after each phase. */
+static void test_tagged_random_against_model(void **state)
+{
+    (void)state;
+    enum { N = 40000, OPS = 300000 };
+    uintptr_t *live = calloc(N, sizeof *live);
+    uint32_t *tag = calloc(N, sizeof *tag);
+    assert_true(live && tag);
+    size_t nlive = 0;
+    uint64_t rng = 777;
+    for (int op = 0; op < OPS; op++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t x = (uint32_t)(rng >> 33);
+        if (nlive < N && (x % 100 < 55 || nlive == 0)) {
+            uintptr_t a = ((uintptr_t)(rng >> 20) & ((UINT64_C(1) << 36) - 64)) | UINT64_C(1) << 44;
+            if (ledger_lookup(a, NULL)) continue;
+            if (x & 1) {
+                tag[nlive] = tagged_alloc(a, 0, 64);
+                assert_true(tag[nlive] != 0);
+            } else {
+                ledger_record_alloc(a, 0, 32, 64, VOCAB_MALLOC, VOCAB_FROM_PASSTHROUGH, 0);
+                tag[nlive] = 0;
+            }
+            live[nlive++] = a;
+        } else {
+            size_t i = x % nlive;
+            if (tag[i])
+                assert_int_equal(tagged_free(live[i], tag[i]), 1);
+            else
+                assert_int_equal(ledger_record_free(live[i]), 1);
+            live[i] = live[nlive - 1];
+            tag[i] = tag[--nlive];
+        }
+        if (op % 60000 == 0) check_ledger();
+    }
+    assert_int_equal(ledger_live_total(), nlive);
+    for (size_t i = 0; i < nlive; i++) assert_int_equal(ledger_lookup(live[i], NULL), 1);
+    check_ledger();
+    free(live);
+    free(tag);
+}
+
+/* Tagged records made by producer threads, released by consumer threads (other groups). */
+static void *tt_produce(void *arg)
+{
+    int p = (int)(intptr_t)arg;
+    for (int i = 0; i < XT_BLOCKS; i++)
+        if (!tagged_alloc(xt_addr(p, i) | UINT64_C(1) << 45, 0, 128)) return (void *)1;
+    return NULL;
+}
+static void *tt_consume(void *arg)
+{
+    int c = (int)(intptr_t)arg;
+    for (int p = 0; p < XT_PRODUCERS; p++)
+        for (int i = c; i < XT_BLOCKS; i += XT_CONSUMERS) {
+            uintptr_t a = xt_addr(p, i) | UINT64_C(1) << 45;
+            uint32_t h;
+            if (!tag_resolve(a, &h)) return (void *)2;
+            if (tagged_free(a, h) != 1) return (void *)3;
+            if (ledger_release_tagged(h, a) != 0) return (void *)4;
+        }
+    return NULL;
+}
+
+static void test_tagged_free_from_other_threads(void **state)
+{
+    (void)state;
+    pthread_t th[XT_PRODUCERS];
+    void *rc;
+    for (int p = 0; p < XT_PRODUCERS; p++)
+        assert_int_equal(pthread_create(&th[p], NULL, tt_produce, (void *)(intptr_t)p), 0);
+    for (int p = 0; p < XT_PRODUCERS; p++) {
+        pthread_join(th[p], &rc);
+        assert_null(rc);
+    }
+    assert_int_equal(ledger_live_total(), (size_t)XT_PRODUCERS * XT_BLOCKS);
+    check_ledger();
+    for (int c = 0; c < XT_CONSUMERS; c++)
+        assert_int_equal(pthread_create(&th[c], NULL, tt_consume, (void *)(intptr_t)c), 0);
+    for (int c = 0; c < XT_CONSUMERS; c++) {
+        pthread_join(th[c], &rc);
+        assert_null(rc);
+    }
+    assert_int_equal(ledger_live_total(), 0);
+    check_ledger();
+}
+
 static void test_fork_while_threads_record(void **state)
 {
     (void)state;
@@ -451,6 +671,11 @@ int main(void)
         cmocka_unit_test_setup(test_free_from_other_threads, setup),
         cmocka_unit_test_setup(test_check_finds_address_in_two_shards, setup),
         cmocka_unit_test_setup(test_fork_while_threads_record, setup),
+        cmocka_unit_test_setup_teardown(test_tagged_records, tag_setup, tag_teardown),
+        cmocka_unit_test_setup_teardown(test_tagged_check_finds_wrong_tag, tag_setup, tag_teardown),
+        cmocka_unit_test_setup_teardown(test_tagged_random_against_model, tag_setup, tag_teardown),
+        cmocka_unit_test_setup_teardown(test_tagged_free_from_other_threads, tag_setup,
+                                        tag_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,7 @@
  * pool_check() is asserted to be 0 after every operation.
  * (Randomised sequences: test_pool_random.c; threads: test_pool_threads.c.)
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1501,6 +1502,120 @@ static void test_best_fit(void **state)
 }
 
 /* Teardown of the tests that turned the calling thread's caches off. */
+/* ---- tags (pool_alloc_tagged, pool_block_tag) ------------------------------------------------ */
+/* Every kind of block keeps the tag its caller stored, through the thread cache's fast paths,
+ * refills and flushes, the locked path, the 256 KiB class, the large heap and a slot whose
+ * requested size escapes its record; a block that is not live has none. */
+enum { TAG_N = 3000 };
+typedef struct tag_blocks {
+    pool_t *p;
+    uintptr_t a[TAG_N];
+    uint32_t t[TAG_N];
+    size_t g[TAG_N]; /* granted */
+} tag_blocks_t;
+
+static void tag_fill(tag_blocks_t *b, size_t i, uint64_t *rng)
+{
+    static const size_t fixed[] = {64, 256 * KiB, 256 * KiB + 64, 3 * MiB, 200 * KiB};
+    size_t g = i < 5 ? fixed[i] : rng_range(rng, 1, 2 * MiB) >> rng_range(rng, 0, 12);
+    if (g == 0) g = 1;
+    size_t req = i == 4 ? 1 : g; /* 200 KiB - 1 B does not fit a slot record: req_map */
+    uint32_t *w = NULL;
+    assert_int_equal(pool_alloc_tagged(b->p, req, g, &b->a[i], NULL, &w), POOL_OK);
+    assert_non_null(w);
+    b->t[i] = (uint32_t)rng_next(rng) | 1u;
+    b->g[i] = g;
+    *w = b->t[i];
+}
+
+static void tag_verify(tag_blocks_t *b)
+{
+    for (size_t i = 0; i < TAG_N; i++) {
+        uint32_t t = 0;
+        assert_int_equal(pool_block_tag(b->p, b->a[i], &t), POOL_OK);
+        assert_int_equal(t, b->t[i]);
+    }
+}
+
+static void *tag_verify_thread(void *arg)
+{
+    tag_verify(arg);
+    return NULL;
+}
+
+typedef struct tag_told {
+    int calls;
+    int locked;
+    uint32_t tag;
+} tag_told_t;
+
+static void tag_tell(void *ctx, uint32_t tag, int locked)
+{
+    tag_told_t *t = ctx;
+    t->calls++;
+    t->locked = locked;
+    t->tag = tag;
+}
+
+static void tag_run(int caches)
+{
+    pool_cache_thread_enable(caches);
+    uint64_t rng = 99 + (uint64_t)caches;
+    tag_blocks_t *b = calloc(1, sizeof *b);
+    assert_non_null(b);
+    b->p = pool_create(0x100000000000ull, 4 * GiB);
+    assert_non_null(b->p);
+    for (size_t i = 0; i < TAG_N; i++) tag_fill(b, i, &rng);
+    check_pool(b->p);
+    tag_verify(b);
+    pthread_t th; /* another thread reads them: no cache of its own for the pool */
+    assert_int_equal(pthread_create(&th, NULL, tag_verify_thread, b), 0);
+    pthread_join(th, NULL);
+    for (int round = 0; round < 4; round++) { /* churn: half freed and allocated again */
+        for (size_t i = round & 1; i < TAG_N; i += 2) {
+            uintptr_t a = b->a[i];
+            tag_told_t told = {0, 0, 0};
+            if (round < 2) { /* pool_free_tagged tells the tag once, before the block goes */
+                assert_int_equal(pool_free_tagged(b->p, a, NULL, tag_tell, &told), POOL_OK);
+                assert_int_equal(told.calls, 1);
+                assert_int_equal(told.tag, b->t[i]);
+                if (told.locked == 0) /* only the lock-free fast path: a thread-cached slot */
+                    assert_true(b->g[i] < 256 * KiB);
+                if (b->g[i] > 256 * KiB) assert_int_equal(told.locked, 1); /* the large heap */
+                assert_int_equal(pool_free_tagged(b->p, a, NULL, tag_tell, &told), POOL_ENOTLIVE);
+                assert_int_equal(told.calls, 1); /* a refused free tells nothing */
+            } else {
+                assert_int_equal(pool_free(b->p, a, NULL, NULL), POOL_OK);
+            }
+            uint32_t t = 7;
+            assert_int_equal(pool_block_tag(b->p, a, &t), POOL_ENOTLIVE);
+            assert_int_equal(t, 7); /* untouched */
+            tag_fill(b, i, &rng);
+        }
+        check_pool(b->p);
+        tag_verify(b);
+    }
+    pool_drain_caches(b->p); /* cached slots go back to their pages; live tags stay */
+    tag_verify(b);
+    uint32_t t;
+    assert_int_equal(pool_block_tag(b->p, b->a[1] + 64, &t), POOL_ENOTLIVE); /* interior */
+    assert_int_equal(pool_block_tag(b->p, 0x100000000000ull - 64, &t), POOL_ENOTOWNED);
+    assert_int_equal(pool_alloc_tagged(b->p, 64, 64, &b->a[0], NULL, NULL), POOL_EINVAL);
+    for (size_t i = 0; i < TAG_N; i++)
+        assert_int_equal(pool_free(b->p, b->a[i], NULL, NULL), POOL_OK);
+    check_pool(b->p);
+    pool_destroy(b->p);
+    free(b);
+    pool_cache_thread_enable(1);
+}
+
+static void test_tags(void **state)
+{
+    (void)state;
+    tag_run(1);
+    tag_run(0);
+}
+
 static int caches_on(void **state)
 {
     (void)state;
@@ -1539,6 +1654,7 @@ int main(void)
         cmocka_unit_test(test_snapshot),
         cmocka_unit_test(test_page_gate),
         cmocka_unit_test(test_best_fit),
+        cmocka_unit_test_teardown(test_tags, caches_on),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
 }
