@@ -1,8 +1,9 @@
 /* bench/bench_ledger.c — what the ledger costs (issue 3's benchmark), side by side in one run.
  *
  * 1. A free+malloc pair in steady state (1,000 live blocks, sizes log-uniform 512 B..1 MiB), each
- *    pair timed alone, made the way the shim makes it (capture before any lock, pool_alloc,
- *    ledger_record_alloc; ledger_record_free before pool_free), from a call chain ~40 frames deep
+ *    pair timed alone, made the way the shim makes it (capture before any lock,
+ *    pool_alloc_tagged, ledger_record_alloc_tagged, the handle into the block's tag;
+ *    pool_free_tagged, whose callback forgets the record), from a call chain ~40 frames deep
  *    with 64 distinct call paths:
  *        glibc          malloc/free (reference)
  *        pool           pool_alloc/pool_free only
@@ -40,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ledger.h"
 #include "ledger_py.h"
 #include "ledger_file.h"
@@ -102,11 +104,31 @@ static uintptr_t do_alloc(pair_bench_t *b, size_t size)
         uint32_t sid = ledger_stack_capture(0); /* before any lock, as the shim does */
         size_t granted = ((size + 31) & ~(size_t)31) + 32;
         uintptr_t a = 0;
-        if (pool_alloc(b->pool, size, granted, &a, NULL) == POOL_OK)
-            ledger_record_alloc(a, 0, size, granted, VOCAB_MALLOC, VOCAB_FROM_POOL, sid);
+        uint32_t *tag = NULL;
+        if (pool_alloc_tagged(b->pool, size, granted, &a, NULL, &tag) == POOL_OK)
+            __atomic_store_n(tag,
+                             ledger_record_alloc_tagged(a, 0, size, granted, VOCAB_MALLOC,
+                                                        VOCAB_FROM_POOL, sid, clock_coarse_ns()),
+                             __ATOMIC_RELAXED);
         return a;
     }
     }
+}
+
+/* As the shim forgets a pool block (shim/entry.c: forget_tagged): at once on the lock-free
+ * path, after the pool lock is let go otherwise. */
+typedef struct forget {
+    uintptr_t addr;
+    uint32_t deferred;
+} forget_t;
+
+static void forget_cb(void *ctx, uint32_t tag, int locked)
+{
+    forget_t *f = ctx;
+    if (locked)
+        f->deferred = tag;
+    else
+        ledger_release_tagged(tag, f->addr);
 }
 
 static void do_free(pair_bench_t *b, uintptr_t a)
@@ -114,10 +136,12 @@ static void do_free(pair_bench_t *b, uintptr_t a)
     switch (b->v) {
     case V_GLIBC: free((void *)a); break;
     case V_POOL: pool_free(b->pool, a, NULL, NULL); break;
-    default:
-        ledger_record_free(a);
-        pool_free(b->pool, a, NULL, NULL);
+    default: {
+        forget_t f = {a, 0};
+        pool_free_tagged(b->pool, a, NULL, forget_cb, &f);
+        if (f.deferred) ledger_release_tagged(f.deferred, a);
         break;
+    }
     }
 }
 

@@ -151,6 +151,10 @@ typedef struct ledger_record {
     enum vocab_origin origin; /* who served it */
 } ledger_record_t;
 int ledger_lookup(uintptr_t addr, ledger_record_t *out); /* 1 found, 0 not */
+/* Many lookups in one walk of the records (a report's live map): addrs sorted ascending, no
+ * duplicates; found[i] = 1 and out[i] set for each address with a live record.  Returns the
+ * number found.  Never calls the resolver, so it takes no allocator lock. */
+size_t ledger_lookup_sorted(const uintptr_t *addrs, size_t n, ledger_record_t *out, uint8_t *found);
 
 /* Live allocations grouped by (device, stack): what a report lists under "leaks". */
 typedef struct ledger_site {

@@ -48,6 +48,12 @@
  *   free slot; the TLSF search is exact (tlsf.c), so pool_classify (pool_stats.c), which
  *   states that rule, agrees with this file in every state.  It runs only on a refusal and
  *   only when the caller asked why.
+ * Tags (pool_alloc_tagged, pool_free_tagged, pool_block_tag): every block has a 32-bit word its
+ *   caller owns while it is live (the shim's ledger keeps its record's handle there): a slot's
+ *   after its page's slot records (a thread cache's entry carries a pointer to it, so the fast
+ *   path stores nothing more), a large block's in its descriptor.  pool_free_tagged reads it
+ *   where the free finds the block live and hands it to a callback before the block can be
+ *   handed out again; pool_block_tag finds it as the free would (no lock for a cached slot).
  * Invariants: see pool_internal.h (tiling), slab.h (pages) and pool_check.c.
  * Statistics: pool_walk() reports a live block or slot with its granted size (what the caller
  * owns), free memory as free runs and runs of free slots (pool_stats.c); slot - granted (or
@@ -395,7 +401,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
             }
             if (granted_out) *granted_out = g;
             if (requested_out) *requested_out = r;
-            if (tell) tell(ctx, slab_tags(pg)[idx], 1);
+            if (tell) tell(ctx, __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED), 1);
             if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
                 pool_cache_push(p, c, pg, (uint32_t)idx, addr);
                 pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
@@ -411,7 +417,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
         debug_assert_internal(b->state == DESC_LIVE && b->addr == addr);
         if (granted_out) *granted_out = b->granted;
         if (requested_out) *requested_out = b->requested;
-        if (tell) tell(ctx, b->tag, 1);
+        if (tell) tell(ctx, __atomic_load_n(&b->tag, __ATOMIC_RELAXED), 1);
         if (b->size <= SLAB_MAX) p->slab.cls[slab_class_of(b->size)].outside--;
         count_live(p, b->granted, b->requested, -1);
         tlsf_insert(&p->large, tlsf_coalesce(&p->large, &p->desc, b));
@@ -502,15 +508,16 @@ int pool_free_tagged(pool_t *p, uintptr_t addr, size_t *granted_out, pool_tag_fn
 int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
 {
     if (!pool_contains(p, addr)) return POOL_ENOTOWNED;
-    /* A slot of a cached class: its record tells a live slot without the lock (pool_free). */
+    /* A slot of a cached class: its record tells a live slot without the lock (pool_free), and
+     * is written without it by the thread caches, so it is never read under the lock here: a
+     * slot that is not live may be changing hands, and either answer is true of some instant. */
     slab_page_t *pg = slab_page_of(&p->slab, addr);
     if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
         long idx = slab_slot_index(pg, addr);
-        if (idx < 0) return POOL_ENOTLIVE;
-        if (slab_record_live(__atomic_load_n(&slab_slots(pg)[idx], __ATOMIC_RELAXED))) {
-            *tag = __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED);
-            return POOL_OK;
-        }
+        if (idx < 0 || !slab_record_live(__atomic_load_n(&slab_slots(pg)[idx], __ATOMIC_RELAXED)))
+            return POOL_ENOTLIVE;
+        *tag = __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED);
+        return POOL_OK;
     }
     lock_acquire(&p->lock);
     pool_cache_locked(p);
@@ -519,11 +526,11 @@ int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
     if ((pg = slab_page_of(&p->slab, addr)) != NULL) {
         long idx = slab_slot_live(pg, addr);
         if (idx >= 0) {
-            *tag = slab_tags(pg)[idx];
+            *tag = __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED);
             rc = POOL_OK;
         }
     } else if (addrmap_get(&p->live, addr, &v)) {
-        *tag = ((const desc_t *)(uintptr_t)v)->tag;
+        *tag = __atomic_load_n(&((const desc_t *)(uintptr_t)v)->tag, __ATOMIC_RELAXED);
         rc = POOL_OK;
     }
     lock_release(&p->lock);

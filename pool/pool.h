@@ -259,7 +259,8 @@ int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out, p
 /* Tagged allocation: pool_alloc, and on POOL_OK *tag_word points at the block's tag: a 32-bit
  * word the pool keeps beside the block for its caller (the shim's ledger writes its record's
  * handle there).  The word belongs to the caller while the block is live; its value is
- * undefined until the caller stores one.  pool_block_tag reads it back.  A block allocated with
+ * undefined until the caller stores one, with a relaxed atomic store (__atomic_store_n): other
+ * threads may read it at any time (pool_block_tag), and read it atomically.  pool_block_tag reads it back.  A block allocated with
  * pool_alloc has a tag of undefined value. */
 int pool_alloc_tagged(pool_t *pool, size_t requested, size_t granted, uintptr_t *out,
                       pool_refusal_t *why, uint32_t **tag_word);

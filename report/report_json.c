@@ -368,14 +368,23 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
     /* Live map: [offset, size, index of its site in "leaks"] (site omitted when unknown, e.g. a
      * block freed between the walk and the lookup). */
     if (a.nlheap > 1) qsort(a.lheap, a.nlheap, sizeof *a.lheap, ent_by_addr);
+    /* their records, in one walk of the ledger (never a pool lock per block) */
+    uintptr_t *addrs = keys && a.nlheap ? malloc(a.nlheap * sizeof *addrs) : NULL;
+    ledger_record_t *recs = addrs ? malloc(a.nlheap * sizeof *recs) : NULL;
+    uint8_t *found = recs ? malloc(a.nlheap) : NULL;
+    if (found) {
+        for (size_t i = 0; i < a.nlheap; i++) addrs[i] = a.lheap[i].addr;
+        ledger_lookup_sorted(addrs, a.nlheap, recs, found);
+    }
     cJSON *lm = add(b, dev, "live_map", cJSON_CreateArray());
     for (size_t i = 0; lm && i < a.nlheap; i++) {
         cJSON *e = cJSON_CreateArray();
         if (e) {
             push(b, e, unum_item(a.lheap[i].addr - st.base));
             push(b, e, unum_item(a.lheap[i].size));
-            ledger_record_t r;
-            if (keys && ledger_lookup(a.lheap[i].addr, &r) && r.device == device) {
+            const ledger_record_t *rr = found && found[i] ? &recs[i] : NULL;
+            if (rr && rr->device == device) {
+                const ledger_record_t r = *rr;
                 site_key_t k = {device, r.stack_id, 0};
                 const site_key_t *hit = bsearch(&k, keys, in->nsites, sizeof k, site_key_cmp);
                 if (hit) push(b, e, cJSON_CreateNumber((double)hit->index));
@@ -387,6 +396,9 @@ static void build_pool(jb_t *b, cJSON *dev, int device, pool_t *pool, const repo
     unum(b, dev, "live_map_omitted_bytes", a.lomitted_bytes);
     free(a.heap);
     free(a.lheap);
+    free(addrs);
+    free(recs);
+    free(found);
 }
 
 /* ---- devices ----------------------------------------------------------------------------------- */

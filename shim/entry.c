@@ -211,7 +211,8 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     if (pool) {
         if (prc == POOL_OK) {        /* the record's handle into the block's tag, while pinned */
             now = clock_coarse_ns(); /* the one clock read of a pool allocation */
-            *tag = observe_pool_record(addr, device, size, granted, e, stack, now);
+            uint32_t handle = observe_pool_record(addr, device, size, granted, e, stack, now);
+            __atomic_store_n(tag, handle, __ATOMIC_RELAXED); /* a report may read it (pool.h) */
         }
         used = pool_allocated_bytes(pool);
         capacity = pool_capacity(pool);

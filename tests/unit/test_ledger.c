@@ -507,6 +507,33 @@ static void test_tagged_records(void **state)
     check_ledger();
 }
 
+/* Many lookups in one walk (a report's live map): tagged and untagged records, addresses with
+ * none, and no resolver needed. */
+static void test_lookup_sorted(void **state)
+{
+    (void)state;
+    ledger_set_resolver(NULL);
+    uintptr_t addrs[6] = {0x1000, 0x2000, 0x3000, 0x4000, 0x5000, 0x6000};
+    ledger_record_alloc(0x2000, 1, 10, 64, VOCAB_MALLOC, VOCAB_FROM_PASSTHROUGH, 0);
+    assert_true(tagged_alloc(0x4000, 2, 4128) != 0);
+    assert_true(tagged_alloc(0x6000, 3, 96) != 0);
+    assert_true(tagged_alloc(0x7000, 3, 96) != 0); /* not asked for */
+    ledger_record_t out[6];
+    uint8_t found[6];
+    memset(found, 7, sizeof found);
+    assert_int_equal(ledger_lookup_sorted(addrs, 6, out, found), 3);
+    const uint8_t want[6] = {0, 1, 0, 1, 0, 1};
+    assert_memory_equal(found, want, 6);
+    assert_int_equal(out[1].device, 1);
+    assert_int_equal(out[3].addr, 0x4000);
+    assert_int_equal(out[3].granted, 4128);
+    assert_int_equal(out[5].device, 3);
+    assert_int_equal(ledger_lookup(0x4000, NULL), 0); /* by address alone: no resolver */
+    ledger_set_resolver(tag_resolve);
+    assert_int_equal(ledger_lookup(0x4000, NULL), 1);
+    check_ledger();
+}
+
 /* The checker names a tagged record whose block's tag names another record (a lost or stale
  * tag) and a tag that names no record. */
 static void test_tagged_check_finds_wrong_tag(void **state)
@@ -672,6 +699,7 @@ int main(void)
         cmocka_unit_test_setup(test_check_finds_address_in_two_shards, setup),
         cmocka_unit_test_setup(test_fork_while_threads_record, setup),
         cmocka_unit_test_setup_teardown(test_tagged_records, tag_setup, tag_teardown),
+        cmocka_unit_test_setup_teardown(test_lookup_sorted, tag_setup, tag_teardown),
         cmocka_unit_test_setup_teardown(test_tagged_check_finds_wrong_tag, tag_setup, tag_teardown),
         cmocka_unit_test_setup_teardown(test_tagged_random_against_model, tag_setup, tag_teardown),
         cmocka_unit_test_setup_teardown(test_tagged_free_from_other_threads, tag_setup,
