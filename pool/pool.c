@@ -132,6 +132,10 @@ static inline int in_range(const pool_t *p, uintptr_t addr)
 
 int pool_contains(const pool_t *p, uintptr_t addr) { return p && in_range(p, addr); }
 
+__thread uint64_t pool_mirror_writes __attribute__((tls_model("initial-exec")));
+
+uint64_t pool_thread_mirror_writes(void) { return pool_mirror_writes; }
+
 size_t pool_allocated_bytes(const pool_t *p)
 {
     return p ? __atomic_load_n(&p->allocated_mirror, __ATOMIC_RELAXED) : 0;
@@ -176,7 +180,7 @@ static void count_live(pool_t *p, size_t granted, size_t requested, int sign)
         p->bucket_live_bytes[k] -= granted;
         p->sum_sync -= granted;
     }
-    __atomic_store_n(&p->allocated_mirror, p->sum_sync, __ATOMIC_RELAXED);
+    pool_mirror_store(p);
 }
 
 /* A LIVE large-heap block of exactly `need` bytes, cut from the bottom of a free block and

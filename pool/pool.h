@@ -320,6 +320,13 @@ int pool_check(pool_t *pool, char *why, size_t why_len);
  * last alloc or free left): for monitors that need it on every call.  A pool's own figure never
  * mixes with another pool's, so it cannot wrap when a pool is retired while frees race. */
 size_t pool_allocated_bytes(const pool_t *pool);
+/* How many times the calling thread changed any pool's figure for pool_allocated_bytes.  The
+ * figure changes only under a pool's lock (the thread caches' fast paths leave it alone), so a
+ * caller that watches it needs to read it only after its own calls that moved this count: the
+ * call that moves the figure across a level is always one of those.  The figure is on a line
+ * that every thread's locked calls write; reading it at every call cost the shim's threads a
+ * cache-line transfer each (bench_shim, 2 threads). */
+uint64_t pool_thread_mirror_writes(void);
 /* Bytes of the managed range (immutable; a vmm pool's address range, mapped or not). */
 size_t pool_size(const pool_t *pool);
 /* Most bytes the pool can hold at once (immutable): its size for a block pool, its mapping

@@ -281,7 +281,7 @@ void pool_cache_sync(pool_t *p, cache_t *c)
     if (c->hw > p->peak_allocated_bytes) p->peak_allocated_bytes = c->hw;
     if (p->sum_sync > p->peak_allocated_bytes) p->peak_allocated_bytes = p->sum_sync;
     c->hw = 0;
-    __atomic_store_n(&p->allocated_mirror, p->sum_sync, __ATOMIC_RELAXED);
+    pool_mirror_store(p);
 }
 
 /* c's figures into the pool's own, c's blocks back (pre: lock held; c is going away). */

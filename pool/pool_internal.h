@@ -322,6 +322,15 @@ static inline void release_if_empty(pool_t *p)
         slab_release_cached(&p->slab);
 }
 
+/* The lock-free copy of the allocated bytes (pre: lock held), and the calling thread's count of
+ * such stores (pool_thread_mirror_writes). */
+extern __thread uint64_t pool_mirror_writes __attribute__((tls_model("initial-exec")));
+static inline void pool_mirror_store(pool_t *p)
+{
+    __atomic_store_n(&p->allocated_mirror, p->sum_sync, __ATOMIC_RELAXED);
+    pool_mirror_writes++;
+}
+
 /* Publish in_use (pre: lock held, at the end of a locked change). */
 static inline void pool_publish(pool_t *p)
 {

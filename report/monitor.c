@@ -81,6 +81,11 @@ REPORT_HIDDEN void monitor_configure(double warn_ratio, double critical_ratio)
 
 REPORT_HIDDEN int monitor_enabled(void) { return atomic_load(&thresholds_on); }
 
+int report_usage_watched(void)
+{
+    return atomic_load_explicit(&thresholds_on, memory_order_relaxed);
+}
+
 REPORT_HIDDEN void monitor_reset(void)
 {
     for (int d = 0; d < NPUPOOL_MAX_DEVICES; d++) {

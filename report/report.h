@@ -109,6 +109,10 @@ void report_usage_changed(int device, size_t allocated, size_t reserved);
 /* The same at a time the caller read already (clock_coarse_ns()): one clock read serves the
  * ledger record and the monitor of an allocation. */
 void report_usage_changed_at(int device, size_t allocated, size_t reserved, uint64_t coarse_ns);
+/* 1 when a threshold is configured, so that report_usage_changed wants the figures; a caller
+ * whose figures cost something (a pool's allocated bytes: a cache line every thread's large
+ * blocks write) asks first. */
+int report_usage_watched(void);
 
 /* Start the reporter thread (when a signal, an interval, a threshold or the metrics file is
  * configured) and install the signal handler when the application has none for that signal.

@@ -43,6 +43,7 @@
 #include "observe.h"
 #include "options.h"
 #include "real.h"
+#include "report.h"
 #include "shim.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -204,6 +205,7 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     uint64_t now = 0;
     pool_refusal_t why = {.kind = POOL_REFUSAL_NONE};
     /* (requested <= granted for the pool: a size near SIZE_MAX was capped above) */
+    uint64_t moved = pool_thread_mirror_writes();
     int prc =
         pool ? pool_alloc_tagged(pool, size < granted ? size : granted, granted, &addr, &why, &tag)
              : POOL_ENOMEM;
@@ -214,8 +216,10 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
             uint32_t handle = observe_pool_record(addr, device, size, granted, e, stack, now);
             __atomic_store_n(tag, handle, __ATOMIC_RELAXED); /* a report may read it (pool.h) */
         }
-        used = pool_allocated_bytes(pool);
-        capacity = pool_capacity(pool);
+        if (report_usage_watched() && pool_thread_mirror_writes() != moved) { /* pool.h */
+            used = pool_allocated_bytes(pool);
+            capacity = pool_capacity(pool); /* (0: no figures for the monitor) */
+        }
         device_pool_unpin(); /* before observe_*: a report pins pools itself */
     }
     if (prc == POOL_OK) {
@@ -310,10 +314,15 @@ static aclError shim_free(void *dev_ptr, int sync)
         shim_device_t *d = &shim_devices[device];
         if (sync && REAL(aclrtSynchronizeDevice)) REAL(aclrtSynchronizeDevice)();
         size_t granted = 0;
+        uint64_t moved = pool_thread_mirror_writes();
         forget_ctx_t fc = {addr, device, 0}; /* the record goes before the block can be reused */
         int frc = pool_free_tagged(pool, addr, &granted, forget_tagged, &fc);
         if (fc.deferred_tag) observe_pool_forget_deferred(fc.deferred_tag, addr);
-        size_t used = pool_allocated_bytes(pool), capacity = pool_capacity(pool);
+        size_t used = 0, capacity = 0; /* the monitor's figures, when they moved (pool.h) */
+        if (report_usage_watched() && pool_thread_mirror_writes() != moved) {
+            used = pool_allocated_bytes(pool);
+            capacity = pool_capacity(pool);
+        }
         device_pool_unpin();
         if (frc == POOL_OK) {
             shim_count_pool(device, 1);

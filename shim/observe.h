@@ -38,7 +38,8 @@ void observe_pool_forget_deferred(uint32_t tag, uintptr_t addr);
 /* Forget addr in the ledger and, when `traced` and it was recorded, write its free to the trace.
  * Call it BEFORE the memory can be reused.  Returns 1 if it was recorded. */
 int observe_forget(uintptr_t addr, int device, int traced);
-/* The pool of `device` now has `allocated` of `reserved` bytes in use (threshold monitor). */
+/* The pool of `device` now has `allocated` of `reserved` bytes in use (threshold monitor);
+ * reserved 0: the caller has no new figures (pool.h: pool_thread_mirror_writes). */
 void observe_usage(int device, size_t allocated, size_t reserved);
 /* A request is being refused with 207001: one stderr line and an `oom` report, both with the
  * pool's classification of the refusal (`why`, filled by pool_alloc under the lock that refused;

@@ -1609,6 +1609,43 @@ static void tag_run(int caches)
     pool_cache_thread_enable(1);
 }
 
+/* pool_allocated_bytes changes only in calls that move pool_thread_mirror_writes: a watcher that
+ * reads it only after those sees every change (the shim's threshold monitor relies on it). */
+static void test_mirror_writes(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x100000000000ull, 1 * GiB);
+    assert_non_null(p);
+    uintptr_t a[64], big;
+    size_t seen = pool_allocated_bytes(p);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 64; i++) {
+            uint64_t w = pool_thread_mirror_writes();
+            assert_int_equal(pool_alloc(p, 1000, 1024, &a[i], NULL), POOL_OK);
+            if (pool_thread_mirror_writes() != w) seen = pool_allocated_bytes(p);
+            assert_int_equal(pool_allocated_bytes(p), seen); /* nothing changed unseen */
+        }
+        uint64_t w = pool_thread_mirror_writes();
+        assert_int_equal(pool_alloc(p, 3 * MiB, 3 * MiB, &big, NULL), POOL_OK); /* locked */
+        assert_true(pool_thread_mirror_writes() != w);
+        seen = pool_allocated_bytes(p);
+        for (int i = 0; i < 64; i++) {
+            w = pool_thread_mirror_writes();
+            assert_int_equal(pool_free(p, a[i], NULL, NULL), POOL_OK);
+            if (pool_thread_mirror_writes() != w) seen = pool_allocated_bytes(p);
+            assert_int_equal(pool_allocated_bytes(p), seen);
+        }
+        w = pool_thread_mirror_writes();
+        assert_int_equal(pool_free(p, big, NULL, NULL), POOL_OK);
+        assert_true(pool_thread_mirror_writes() != w);
+        seen = pool_allocated_bytes(p);
+        check_pool(p);
+    }
+    pool_drain_caches(p);
+    assert_int_equal(pool_allocated_bytes(p), 0);
+    pool_destroy(p);
+}
+
 static void test_tags(void **state)
 {
     (void)state;
@@ -1655,6 +1692,7 @@ int main(void)
         cmocka_unit_test(test_page_gate),
         cmocka_unit_test(test_best_fit),
         cmocka_unit_test_teardown(test_tags, caches_on),
+        cmocka_unit_test(test_mirror_writes),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
 }
