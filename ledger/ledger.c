@@ -58,9 +58,10 @@
  * instruction to unlock, measured as a quarter of a pair through the shim with backtraces off,
  * bench_shim + perf) that spins briefly, then yields the CPU: it is held for a probe and a record
  * write on the allocation path, longer only while an index doubles (calloc), a record chunk is
- * carved, or a report walks the shard.  The sequence counter is one atomic.  No lock is held while
- * calling out of this file (except libc malloc/free and the ledger file's hooks, whose lock is a
- * leaf).  The locks are plain words: no initialisation, and a fork child resets them.
+ * carved, or a report walks the shard.  Sequence numbers come in per-thread blocks (seq_next).
+ * No lock is held while calling out of this file (except libc malloc/free and the ledger file's
+ * hooks, whose lock is a leaf).  The locks are plain words: no initialisation, and a fork child
+ * resets them.
  *
  * Allocation path (ledger_record_alloc_at): the thread's shard, one hash, one probe of the index
  * that either finds a stale record at the same address or ends on the empty slot the new one
@@ -125,7 +126,32 @@ typedef struct shard {
 } __attribute__((aligned(64))) shard_t;
 
 static shard_t shards[LEDGER_SHARDS];
-static _Atomic uint64_t g_seq; /* last sequence number issued */
+/* Sequence numbers: a thread takes SEQ_BLOCK at a time from g_seq and hands them out to its own
+ * allocations, so an allocation writes no line other threads write (one global atomic per
+ * allocation was a locked instruction and a cache-line transfer between the allocating threads'
+ * CPUs every time).  Numbers rise along each thread; across threads they are ordered to within
+ * a block.  A mark (ledger_last_seq) bumps g_seq_epoch, and a thread whose block was taken
+ * before the current epoch takes a new one, so every allocation that starts after the mark is
+ * numbered above it: what "allocated after" (ledger_live_count_since, the fork child's and the
+ * finalize report's scopes) needs. */
+#define SEQ_BLOCK 64u
+static _Atomic uint64_t g_seq;       /* last sequence number handed out in a block */
+static _Atomic uint64_t g_seq_epoch; /* marks so far */
+static __thread uint64_t t_seq_next __attribute__((tls_model("initial-exec")));
+static __thread uint64_t t_seq_end __attribute__((tls_model("initial-exec")));
+static __thread uint64_t t_seq_epoch __attribute__((tls_model("initial-exec")));
+
+/* The next sequence number of the calling thread. */
+static uint64_t seq_next(void)
+{
+    uint64_t e = atomic_load_explicit(&g_seq_epoch, memory_order_acquire);
+    if (__builtin_expect(t_seq_next == t_seq_end || e != t_seq_epoch, 0)) {
+        t_seq_next = atomic_fetch_add_explicit(&g_seq, SEQ_BLOCK, memory_order_relaxed) + 1;
+        t_seq_end = t_seq_next + SEQ_BLOCK;
+        t_seq_epoch = e;
+    }
+    return t_seq_next++;
+}
 static __thread uint32_t t_tid __attribute__((tls_model("initial-exec"))); /* 0 = not yet read */
 #define GROUP_SHARDS 16u                      /* shards of a thread group (a power of two) */
 #define GROUPS (LEDGER_SHARDS / GROUP_SHARDS) /* thread groups */
@@ -380,7 +406,7 @@ void ledger_record_alloc_at(uintptr_t addr, int device, size_t requested, size_t
 {
     if (addr == 0) return;
     uint64_t h = addr_hash(addr);
-    uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
+    uint64_t seq = seq_next();
     uint32_t tid = my_tid();
     shard_t *s = shard_in(my_group(), h);
 
@@ -416,7 +442,7 @@ uint32_t ledger_record_alloc_tagged(uintptr_t addr, int device, size_t requested
                                     uint32_t stack_id, uint64_t time_ns)
 {
     if (addr == 0) return 0;
-    uint64_t seq = atomic_fetch_add_explicit(&g_seq, 1, memory_order_relaxed) + 1;
+    uint64_t seq = seq_next();
     uint32_t tid = my_tid();
     shard_t *s = shard_in(my_group(), addr_hash(addr));
     shard_lock(s);
@@ -627,7 +653,11 @@ size_t ledger_live_total(void)
     return total;
 }
 
-uint64_t ledger_last_seq(void) { return atomic_load_explicit(&g_seq, memory_order_relaxed); }
+uint64_t ledger_last_seq(void)
+{
+    atomic_fetch_add_explicit(&g_seq_epoch, 1, memory_order_seq_cst); /* new blocks from now on */
+    return atomic_load_explicit(&g_seq, memory_order_seq_cst);
+}
 
 size_t ledger_live_count_since(uint64_t seq)
 {
@@ -948,7 +978,8 @@ void ledger_fork_reinit(void)
 {
     for (int k = 0; k < LEDGER_SHARDS; k++) __atomic_store_n(&shards[k].lock, 0, __ATOMIC_RELAXED);
     ledger_stack_fork_reinit();
-    t_tid = 0; /* the child is a new thread id */
+    t_tid = 0;                  /* the child is a new thread id */
+    t_seq_next = t_seq_end = 0; /* and takes a block of its own */
 }
 
 /* ---- configuration ------------------------------------------------------------------------- */

@@ -132,7 +132,10 @@ size_t ledger_live_count(int device);
 /* Number of live records of every device. */
 size_t ledger_live_total(void);
 
-/* Sequence number of the last allocation recorded (0 = none yet). */
+/* A mark: every allocation recorded from now on gets a sequence number above the one returned
+ * (0 = none recorded yet).  Numbers rise along each thread and, across threads, are ordered to
+ * within a block of 64 (ledger.c); an allocation that runs at the same time as the mark may
+ * fall on either side. */
 uint64_t ledger_last_seq(void);
 /* Live records with a sequence number above `seq` (made after ledger_last_seq() returned it). */
 size_t ledger_live_count_since(uint64_t seq);

@@ -72,6 +72,67 @@ static void test_record_fields(void **state)
     check_ledger();
 }
 
+/* Sequence numbers come in per-thread blocks; a mark (ledger_last_seq) still puts every later
+ * allocation above it, in the thread that took the mark and in a thread that held a block
+ * from before it; and numbers rise along a thread. */
+static int mark_phase; /* 0: record one, 1: wait for the mark, 2: record after it */
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mark_cond = PTHREAD_COND_INITIALIZER;
+
+static void mark_wait(int phase)
+{
+    pthread_mutex_lock(&mark_lock);
+    while (mark_phase < phase) pthread_cond_wait(&mark_cond, &mark_lock);
+    pthread_mutex_unlock(&mark_lock);
+}
+static void mark_set(int phase)
+{
+    pthread_mutex_lock(&mark_lock);
+    mark_phase = phase;
+    pthread_cond_broadcast(&mark_cond);
+    pthread_mutex_unlock(&mark_lock);
+}
+static void *mark_other(void *arg)
+{
+    (void)arg;
+    ledger_record_alloc(0x9000, 0, 1, 64, VOCAB_MALLOC, VOCAB_FROM_POOL, 0); /* takes a block */
+    mark_set(1);
+    mark_wait(2);
+    ledger_record_alloc(0x9040, 0, 1, 64, VOCAB_MALLOC, VOCAB_FROM_POOL, 0); /* after the mark */
+    return NULL;
+}
+
+static void test_seq_marks(void **state)
+{
+    (void)state;
+    mark_phase = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, mark_other, NULL), 0);
+    mark_wait(1);
+    uint64_t last = 0;
+    for (int i = 0; i < 200; i++) { /* across several of this thread's blocks */
+        ledger_record_alloc(0xa000 + (uintptr_t)i * 64, 0, 1, 64, VOCAB_MALLOC, VOCAB_FROM_POOL, 0);
+        ledger_record_t r;
+        assert_int_equal(ledger_lookup(0xa000 + (uintptr_t)i * 64, &r), 1);
+        assert_true(r.seq > last);
+        last = r.seq;
+    }
+    uint64_t mark = ledger_last_seq();
+    assert_true(mark >= last);
+    ledger_record_alloc(0xf000, 0, 1, 64, VOCAB_MALLOC, VOCAB_FROM_POOL, 0);
+    mark_set(2);
+    pthread_join(th, NULL);
+    ledger_record_t r;
+    assert_int_equal(ledger_lookup(0xf000, &r), 1);
+    assert_true(r.seq > mark);
+    assert_int_equal(ledger_lookup(0x9040, &r), 1);
+    assert_true(r.seq > mark);
+    assert_int_equal(ledger_lookup(0x9000, &r), 1);
+    assert_true(r.seq <= mark);
+    assert_int_equal(ledger_live_count_since(mark), 2);
+    check_ledger();
+}
+
 static void test_reused_address_replaces(void **state)
 {
     (void)state;
@@ -690,6 +751,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_record_fields, setup),
         cmocka_unit_test_setup(test_reused_address_replaces, setup),
+        cmocka_unit_test_setup(test_seq_marks, setup),
         cmocka_unit_test_setup(test_random_against_model, setup),
         cmocka_unit_test_setup(test_collect_sites, setup),
         cmocka_unit_test_setup(test_intern, setup),
