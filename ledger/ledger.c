@@ -47,7 +47,8 @@
  * then is its address's; with a resolver, every tagged record's block has the record's handle
  * as its tag; no address is in two shards' indexes (an allocation replaces a stale record of its
  * address only in its own shard: the shim forgets a block before the pool can hand its address
- * out again, so none is left elsewhere); free list length + live == records carved; every stack
+ * out again, so none is left elsewhere; tagged records are forgotten by handle, never by
+ * address); free list length + live == records carved; every stack
  * id in a record was issued by the stack table.
  *
  * Mirror: with a ledger file (ledger_file.h) every record written or released is also written
@@ -655,8 +656,12 @@ size_t ledger_live_total(void)
 
 uint64_t ledger_last_seq(void)
 {
+    /* The number first, then the epoch: a thread that sees the new epoch takes its next block
+     * after this read, so above it (the other order let a thread take a block between the two,
+     * below the number returned, and number allocations after the mark below it). */
+    uint64_t mark = atomic_load_explicit(&g_seq, memory_order_seq_cst);
     atomic_fetch_add_explicit(&g_seq_epoch, 1, memory_order_seq_cst); /* new blocks from now on */
-    return atomic_load_explicit(&g_seq, memory_order_seq_cst);
+    return mark;
 }
 
 size_t ledger_live_count_since(uint64_t seq)
@@ -722,6 +727,7 @@ size_t ledger_lookup_sorted(const uintptr_t *addrs, size_t n, ledger_record_t *o
             const uintptr_t *at = bsearch(&r->addr, addrs, n, sizeof *addrs, addr_cmp);
             if (!at) continue;
             size_t j = (size_t)(at - addrs);
+            if (found[j] && out[j].seq > r->seq) continue; /* the newer record of the address */
             if (!found[j]) hits++;
             found[j] = 1;
             rec_export(r, &out[j]);

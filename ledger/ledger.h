@@ -111,8 +111,11 @@ int ledger_record_free(uintptr_t addr);
 uint32_t ledger_record_alloc_tagged(uintptr_t addr, int device, size_t requested, size_t granted,
                                     enum vocab_entry entry, enum vocab_origin origin,
                                     uint32_t stack_id, uint64_t time_ns);
-/* Forget the tagged record `handle` of addr: 1 when it was the live record of addr, else 0 and
- * nothing changes (a stale or foreign handle).  Call it before the block is handed back. */
+/* Forget the tagged record `handle` of addr: 1 when it was the live tagged record of addr, else 0
+ * and nothing changes (a stale or repeated handle).  The address is checked through 16 bits of
+ * its hash, not read from the record (ledger.c says why): a live handle given with another
+ * block's address is refused but for one chance in 32,768.  Call it before the block can be
+ * handed out again (the shim defers it past the pool lock for large blocks: shim/entry.c). */
 int ledger_release_tagged(uint32_t handle, uintptr_t addr);
 /* How ledger_lookup, ledger_record_free and ledger_check find a tagged record from its address:
  * 1 and *handle = the tag of the live block at addr, 0 when addr is no tagged block.  It is
@@ -155,8 +158,9 @@ typedef struct ledger_record {
 } ledger_record_t;
 int ledger_lookup(uintptr_t addr, ledger_record_t *out); /* 1 found, 0 not */
 /* Many lookups in one walk of the records (a report's live map): addrs sorted ascending, no
- * duplicates; found[i] = 1 and out[i] set for each address with a live record.  Returns the
- * number found.  Never calls the resolver, so it takes no allocator lock. */
+ * duplicates; found[i] = 1 and out[i] set for each address with a live record (the newest, in
+ * the moment a freed large block's record outlives its free: shim/entry.c).  Returns the number
+ * found.  Never calls the resolver, so it takes no allocator lock. */
 size_t ledger_lookup_sorted(const uintptr_t *addrs, size_t n, ledger_record_t *out, uint8_t *found);
 
 /* Live allocations grouped by (device, stack): what a report lists under "leaks". */

@@ -352,7 +352,7 @@ static inline int alloc_any(pool_t *p, size_t requested, size_t granted, uintptr
                 m->n = n - 1;
                 c->ncached--;
                 c->bytes -= m->slot;
-                *e.rec = slab_slot_record(granted, requested);
+                slab_record_set(e.rec, slab_slot_record(granted, requested));
                 pool_cache_count(c, k, granted, requested, +1);
                 pool_cache_leave(c);
                 *out = e.addr;
@@ -478,7 +478,7 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
                 pool_cache_xfer_put(p, c, k); /* half of it to the class, for other threads */
             if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1)) {
                 size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
-                *rec = SLAB_SLOT_CACHED;
+                slab_record_set(rec, SLAB_SLOT_CACHED);
                 m->ent[m->n++] = (cache_ent_t){addr, rec, &slab_tags(pg)[idx]};
                 c->ncached++;
                 c->bytes += slot;

@@ -260,8 +260,8 @@ int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out, p
  * word the pool keeps beside the block for its caller (the shim's ledger writes its record's
  * handle there).  The word belongs to the caller while the block is live; its value is
  * undefined until the caller stores one, with a relaxed atomic store (__atomic_store_n): other
- * threads may read it at any time (pool_block_tag), and read it atomically.  pool_block_tag reads it back.  A block allocated with
- * pool_alloc has a tag of undefined value. */
+ * threads may read it at any time (pool_block_tag reads it back, atomically).  A block allocated
+ * with pool_alloc has a tag of undefined value. */
 int pool_alloc_tagged(pool_t *pool, size_t requested, size_t granted, uintptr_t *out,
                       pool_refusal_t *why, uint32_t **tag_word);
 
@@ -323,8 +323,9 @@ size_t pool_allocated_bytes(const pool_t *pool);
 /* How many times the calling thread changed any pool's figure for pool_allocated_bytes.  The
  * figure changes only under a pool's lock (the thread caches' fast paths leave it alone), so a
  * caller that watches it needs to read it only after its own calls that moved this count: the
- * call that moves the figure across a level is always one of those.  The figure is on a line
- * that every thread's locked calls write; reading it at every call cost the shim's threads a
+ * call that moves the figure across a level is one of those (or, rarely, a thread's exit or a
+ * drain of every cache, whose change the next such call sees).  The figure is on a line that
+ * every thread's locked calls write; reading it at every call cost the shim's threads a
  * cache-line transfer each (bench_shim, 2 threads). */
 uint64_t pool_thread_mirror_writes(void);
 /* Bytes of the managed range (immutable; a vmm pool's address range, mapped or not). */

@@ -251,7 +251,7 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
     cache_ent_t e = m->ent[--m->n];
     c->ncached--;
     c->bytes -= slot;
-    *e.rec = slab_slot_record(granted, requested);
+    slab_record_set(e.rec, slab_slot_record(granted, requested));
     pool_cache_count(c, k, granted, requested, +1);
     *out = e.addr;
     if (tag_out) *tag_out = e.tag;
@@ -266,7 +266,7 @@ void pool_cache_push(pool_t *p, cache_t *c, slab_page_t *pg, uint32_t idx, uintp
     if (m->n == m->cap) flush_oldest(p, c, k, CACHE_FLUSH(m->cap));
     if (c->bytes + pg->slot > CACHE_BYTES_MAX) trim(p, c, pg->slot); /* pg keeps the slot */
     slab_slot_t *rec = &slab_slots(pg)[idx];
-    *rec = SLAB_SLOT_CACHED;
+    slab_record_set(rec, SLAB_SLOT_CACHED);
     m->ent[m->n++] = (cache_ent_t){addr, rec, &slab_tags(pg)[idx]};
     c->ncached++;
     c->bytes += pg->slot;

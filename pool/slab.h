@@ -231,6 +231,12 @@ static inline slab_slot_t *slab_slots(const slab_page_t *pg)
 {
     return (slab_slot_t *)(uintptr_t)(pg->bits + pg->nwords); /* a live slot's page: stable */
 }
+/* Store a slot record: a relaxed atomic, since the lock-free paths read records of slots other
+ * threads are changing (pool_block_tag, a racing free); a plain store on every target. */
+static inline void slab_record_set(slab_slot_t *rec, slab_slot_t v)
+{
+    __atomic_store_n(rec, v, __ATOMIC_RELAXED);
+}
 /* The tag words of the slots (pool_alloc_tagged), after the records; the geometry read with
  * SLAB_GEO, so the lock-free lookup (pool_block_tag) may call it. */
 static inline uint32_t *slab_tags(const slab_page_t *pg)
@@ -348,13 +354,13 @@ static inline uintptr_t slab_slot_take(slab_t *s, slab_page_t *pg, size_t grante
     uintptr_t addr = pg->addr + (uintptr_t)idx * pg->slot;
     uint32_t d = (uint32_t)(granted - requested);
     if (granted == 0) { /* for a thread cache (slab_slot_take_cached) */
-        slab_slots(pg)[idx] = SLAB_SLOT_CACHED;
+        slab_record_set(&slab_slots(pg)[idx], SLAB_SLOT_CACHED);
     } else {
         if (d >= SLAB_REQ_ESCAPE) {
             d = SLAB_REQ_ESCAPE;
             addrmap_put_new(&s->req_map, addr, requested); /* reserved by the caller */
         }
-        slab_slots(pg)[idx] = (uint32_t)(granted - 1) | d << SLAB_SLOT_GBITS;
+        slab_record_set(&slab_slots(pg)[idx], (uint32_t)(granted - 1) | d << SLAB_SLOT_GBITS);
     }
     pg->dirty = 1;
     s->free_bytes -= pg->slot;
@@ -436,7 +442,7 @@ static inline void slab_slot_give(slab_t *s, slab_page_t *pg, uint32_t idx)
     debug_assert_internal(!(pg->bits[idx >> 6] >> (idx & 63) & 1));
     pg->bits[idx >> 6] |= 1ull << (idx & 63);
     pg->summary |= 1ull << (idx >> 6);
-    slab_slots(pg)[idx] = SLAB_SLOT_FREE;
+    slab_record_set(&slab_slots(pg)[idx], SLAB_SLOT_FREE);
     pg->dirty = 1;
     s->free_bytes += pg->slot;
     s->taken--;

@@ -282,7 +282,9 @@ static aclError forward_free(void *dev_ptr, int sync)
  * blocks wait for (bench_shim, 8 threads, 512 B..1 MiB: 5.4x the one-thread cost per pair
  * with the record forgotten under the lock).  In that short window a report may still list
  * the block beside a new allocation at its address; the record is a different one (tagged
- * records are forgotten by handle, never by address), so nothing is lost or confused. */
+ * records are forgotten by handle, never by address), so nothing is lost or confused.  With
+ * NPUPOOL_TRACE on, the trace line under the lock may be the one that fills its buffer, which
+ * is then written out there. */
 typedef struct forget_ctx {
     uintptr_t addr;
     int device;

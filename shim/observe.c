@@ -6,13 +6,16 @@
  * freeing thread, with no lock held; and at exit), and the runtime library in use, named with
  * the first figures after it is known (the same answer the reports' "runtime" section gives).
  *
- * Order that matters: a free is forgotten by the ledger and written to the trace BEFORE the block
- * goes back to the pool (observe_forget; for a pool block observe_pool_forget, which
- * pool_free_tagged calls once it found the block live), so that another thread cannot be handed
- * the same address, and record it, while the old record still exists.
+ * Order that matters: a free is written to the trace, and forgotten by the ledger, BEFORE the
+ * block goes back to the pool (observe_forget; for a pool block observe_pool_forget, which
+ * pool_free_tagged's callback calls once the block is found live), so that another thread cannot
+ * be handed the same address, and record it, while the old record still exists.  One exception:
+ * a block freed under the pool lock (a large one) is written to the trace there
+ * (observe_pool_freed) and forgotten just after the lock is let go
+ * (observe_pool_forget_deferred; shim/entry.c says why).
  * A pool block's record is tagged (ledger.h): its handle lives in the block's tag in the pool,
- * so recording and forgetting it neither hash nor probe; the ledger finds it from an address
- * through device_resolve_tag.
+ * so recording and forgetting it probe no index; ledger_lookup finds it from an address through
+ * device_resolve_tag, a report's live map through ledger_lookup_sorted.
  * Locks: report_* functions take their own locks and the pools' and the ledger's; they are called
  * with no npupool lock held.
  */

@@ -549,7 +549,7 @@ static void test_tagged_records(void **state)
     assert_int_equal(ledger_release_tagged(hb, a), 0);          /* another block's handle... */
     assert_int_equal(ledger_release_tagged(0, a), 0);           /* no handle */
     assert_int_equal(ledger_release_tagged(ha + 7, a), 0);      /* a record never carved */
-    assert_int_equal(ledger_release_tagged(0xfe000001u, a), 0); /* no such shard */
+    assert_int_equal(ledger_release_tagged(0x02000000u, a), 0); /* record number 0: none */
     assert_int_equal(ledger_live_total(), 3);
     check_ledger();
     assert_int_equal(tagged_free(a, ha), 1);

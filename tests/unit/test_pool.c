@@ -1501,7 +1501,6 @@ static void test_best_fit(void **state)
     pool_destroy(p);
 }
 
-/* Teardown of the tests that turned the calling thread's caches off. */
 /* ---- tags (pool_alloc_tagged, pool_block_tag) ------------------------------------------------ */
 /* Every kind of block keeps the tag its caller stored, through the thread cache's fast paths,
  * refills and flushes, the locked path, the 256 KiB class, the large heap and a slot whose
@@ -1653,6 +1652,7 @@ static void test_tags(void **state)
     tag_run(0);
 }
 
+/* Teardown of the tests that turned the calling thread's caches off. */
 static int caches_on(void **state)
 {
     (void)state;
