@@ -348,8 +348,14 @@ static uint32_t rec_take(shard_t *s)
 static void rec_export(const rec_t *r, ledger_record_t *out);
 
 /* Record n's check word (pre: shard locked, n < carved): 0 unless it is live and tagged, then
- * 16 bits of its address's hash, never 0 (tag_check_of). */
-static uint16_t tag_check_of(uintptr_t addr) { return (uint16_t)(addr_hash(addr) >> 48) | 1u; }
+ * 16 bits of its address's hash h (addr_hash), never 0. */
+static uint16_t tag_check_of(uint64_t h) { return (uint16_t)(h >> 48) | 1u; }
+
+/* pre: s locked.  1 when record n of s is live, tagged and checks as addr's. */
+static int tag_ok(const shard_t *s, uint32_t n, uintptr_t addr)
+{
+    return n < s->carved && s->tag_check[n] == tag_check_of(addr_hash(addr));
+}
 
 /* A tagged record's handle: its shard's index above SLOT_BITS, its number + 1 below (never 0). */
 static uint32_t handle_of(const shard_t *s, uint32_t n)
@@ -359,7 +365,7 @@ static uint32_t handle_of(const shard_t *s, uint32_t n)
 
 static void rec_fill(rec_t *r, uintptr_t addr, int device, size_t requested, size_t granted,
                      enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id,
-                     uint64_t time_ns, uint64_t seq, uint32_t tid)
+                     uint64_t time_ns, uint64_t seq, uint32_t tid, int tagged)
 {
     r->addr = addr;
     r->requested = requested > SIZE_MAX48 ? SIZE_MAX48 : requested;
@@ -367,7 +373,7 @@ static void rec_fill(rec_t *r, uintptr_t addr, int device, size_t requested, siz
     r->granted = granted > SIZE_MAX48 ? SIZE_MAX48 : granted;
     r->entry = (unsigned)entry & 15u;
     r->origin = (unsigned)origin & 3u;
-    r->tagged = 0;
+    r->tagged = tagged ? 1u : 0u;
     r->unused = 0;
     r->seq = seq;
     r->time_ns = time_ns;
@@ -432,7 +438,8 @@ void ledger_record_alloc_at(uintptr_t addr, int device, size_t requested, size_t
         }
     }
     if (r) {
-        rec_fill(r, addr, device, requested, granted, entry, origin, stack_id, time_ns, seq, tid);
+        rec_fill(r, addr, device, requested, granted, entry, origin, stack_id, time_ns, seq, tid,
+                 0);
         if (ledger_file_on()) rec_to_file(s, n, r);
     }
     shard_unlock(s);
@@ -445,14 +452,15 @@ uint32_t ledger_record_alloc_tagged(uintptr_t addr, int device, size_t requested
     if (addr == 0) return 0;
     uint64_t seq = seq_next();
     uint32_t tid = my_tid();
-    shard_t *s = shard_in(my_group(), addr_hash(addr));
+    uint64_t h = addr_hash(addr);
+    shard_t *s = shard_in(my_group(), h);
     shard_lock(s);
     uint32_t n = rec_take(s), handle = 0;
     if (n != UINT32_MAX) {
         rec_t *r = rec_at(s, n);
-        rec_fill(r, addr, device, requested, granted, entry, origin, stack_id, time_ns, seq, tid);
-        r->tagged = 1;
-        s->tag_check[n] = tag_check_of(addr);
+        rec_fill(r, addr, device, requested, granted, entry, origin, stack_id, time_ns, seq, tid,
+                 1);
+        s->tag_check[n] = tag_check_of(h);
         s->live++;
         s->tagged++;
         handle = handle_of(s, n);
@@ -475,7 +483,7 @@ static int handle_rec(uint32_t handle, shard_t **s, uint32_t *n)
 /* pre: s locked.  Record n of s if it is the tagged live record of addr, else NULL. */
 static rec_t *tagged_rec(const shard_t *s, uint32_t n, uintptr_t addr)
 {
-    if (n >= s->carved || s->tag_check[n] != tag_check_of(addr)) return NULL;
+    if (!tag_ok(s, n, addr)) return NULL;
     rec_t *r = rec_at(s, n);
     return r->addr == addr ? r : NULL;
 }
@@ -501,7 +509,7 @@ int ledger_release_tagged(uint32_t handle, uintptr_t addr)
     uint32_t n;
     if (addr == 0 || !handle_rec(handle, &s, &n)) return 0;
     shard_lock(s);
-    int found = n < s->carved && s->tag_check[n] == tag_check_of(addr);
+    int found = tag_ok(s, n, addr);
     if (found) tagged_release(s, n);
     shard_unlock(s);
     return found;
@@ -595,12 +603,11 @@ void ledger_drop_device(int device)
             rec_t *r = rec_at(s, n);
             if (!r->addr || rec_device(r) != device) continue;
             if (r->tagged) {
-                s->tag_check[n] = 0;
-                s->tagged--;
-            } else {
-                long slot = index_find(s, r->addr, addr_hash(r->addr));
-                if (slot >= 0) index_remove(s, (uint32_t)slot);
+                tagged_release(s, n);
+                continue;
             }
+            long slot = index_find(s, r->addr, addr_hash(r->addr));
+            if (slot >= 0) index_remove(s, (uint32_t)slot);
             rec_release(s, n);
             s->live--;
         }
@@ -849,29 +856,11 @@ void ledger_memory(ledger_memory_t *out)
     ledger_stack_memory(&out->stacks, &out->stack_bytes, &out->stacks_dropped);
 }
 
-/* ledger_check's list of tagged records, checked against their blocks' tags after the shards
- * are unlocked. */
-typedef struct tagged_list {
-    uintptr_t *addr;
-    uint32_t *handle;
-    size_t n, cap;
-} tagged_list_t;
-
-static int tagged_push(tagged_list_t *l, uintptr_t addr, uint32_t handle)
-{
-    if (l->n == l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 1024;
-        uintptr_t *na = realloc(l->addr, ncap * sizeof *na);
-        if (na) l->addr = na;
-        uint32_t *nh = realloc(l->handle, ncap * sizeof *nh);
-        if (nh) l->handle = nh;
-        if (!na || !nh) return -1;
-        l->cap = ncap;
-    }
-    l->addr[l->n] = addr;
-    l->handle[l->n++] = handle;
-    return 0;
-}
+/* A tagged record, to compare with its block's tag once the shards are unlocked. */
+typedef struct tagged_ref {
+    uintptr_t addr;
+    uint32_t handle;
+} tagged_ref_t;
 
 int ledger_check(char *why, size_t why_len)
 {
@@ -883,8 +872,11 @@ int ledger_check(char *why, size_t why_len)
     } while (0)
     uint32_t nstacks = ledger_stack_count();
     ledger_resolve_fn resolve = atomic_load_explicit(&g_resolve, memory_order_acquire);
-    tagged_list_t tl = {0};
     shards_lock_all();
+    size_t ntags = 0, cap = 0; /* the tagged records, for the resolver (their counters' sum) */
+    for (int k = 0; resolve && k < LEDGER_SHARDS; k++) cap += shards[k].tagged;
+    tagged_ref_t *tags = cap ? malloc(cap * sizeof *tags) : NULL;
+    if (cap && !tags) FAIL("no host memory to check the tags");
     for (int k = 0; k < LEDGER_SHARDS; k++) {
         shard_t *s = &shards[k];
         uint32_t live = 0, tagged = 0, used_slots = 0, free_len = 0;
@@ -892,13 +884,13 @@ int ledger_check(char *why, size_t why_len)
             const rec_t *r = rec_at(s, n);
             ledger_record_t e;
             if (r->addr) rec_export(r, &e);
-            if (s->tag_check[n] != (r->addr && r->tagged ? tag_check_of(r->addr) : 0))
+            uint64_t h = r->addr ? addr_hash(r->addr) : 0;
+            if (s->tag_check[n] != (r->addr && r->tagged ? tag_check_of(h) : 0))
                 FAIL("shard %d: record %u: check word %#x", k, n, s->tag_check[n]);
             if (ledger_file_check_slot((unsigned)k, n, r->addr ? &e : NULL))
                 FAIL("shard %d: record %u differs from its slot in the ledger file", k, n);
             if (!r->addr) continue;
             live++;
-            uint64_t h = addr_hash(r->addr);
             if (shard_in((unsigned)k / GROUP_SHARDS, h) != s)
                 FAIL("shard %d: record %u is in the wrong shard of its group", k, n);
             for (unsigned g = 0; g < GROUPS; g++) { /* (every shard is locked) */
@@ -907,15 +899,14 @@ int ledger_check(char *why, size_t why_len)
                     FAIL("shard %d: record %u (addr %#lx) is live in shard %u too", k, n,
                          (unsigned long)r->addr, shard_index(o));
             }
+            long slot = index_find(s, r->addr, h);
             if (r->tagged) {
                 tagged++;
-                if (index_find(s, r->addr, h) >= 0)
+                if (slot >= 0)
                     FAIL("shard %d: tagged record %u (addr %#lx) is in the index too", k, n,
                          (unsigned long)r->addr);
-                if (resolve && tagged_push(&tl, r->addr, handle_of(s, n)) != 0)
-                    FAIL("no host memory to check the tags");
+                if (ntags < cap && tags) tags[ntags++] = (tagged_ref_t){r->addr, handle_of(s, n)};
             } else {
-                long slot = index_find(s, r->addr, h);
                 if (slot < 0 || s->index[slot] != slot_value(n, h))
                     FAIL("shard %d: record %u (addr %#lx) not found through the index", k, n,
                          (unsigned long)r->addr);
@@ -953,14 +944,13 @@ int ledger_check(char *why, size_t why_len)
     shards_unlock_all();
     /* The blocks' tags, with no ledger lock held: the resolver takes its allocator's locks, which
      * come before the ledger's (shim/fork.c). */
-    for (size_t i = 0; i < tl.n; i++) {
+    for (size_t i = 0; i < ntags; i++) {
         uint32_t tag = 0;
-        if (!resolve(tl.addr[i], &tag) || tag != tl.handle[i])
-            FAIL("record %#x (addr %#lx): its block's tag names another record", tl.handle[i],
-                 (unsigned long)tl.addr[i]);
+        if (!resolve(tags[i].addr, &tag) || tag != tags[i].handle)
+            FAIL("record %#x (addr %#lx): its block's tag names another record", tags[i].handle,
+                 (unsigned long)tags[i].addr);
     }
-    free(tl.addr);
-    free(tl.handle);
+    free(tags);
 #undef FAIL
     char swhy[160];
     int sbad = ledger_stack_check(swhy, sizeof swhy);

@@ -479,7 +479,7 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
             if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1)) {
                 size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
                 slab_record_set(rec, SLAB_SLOT_CACHED);
-                m->ent[m->n++] = (cache_ent_t){addr, rec, &slab_tags(pg)[idx]};
+                m->ent[m->n++] = cache_ent_of(pg, idx, addr);
                 c->ncached++;
                 c->bytes += slot;
                 /* counted in the class of its size (a request may have been served from a

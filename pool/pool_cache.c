@@ -236,7 +236,7 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
             }
             uintptr_t a = slab_slot_take_cached(&p->slab, pg);
             long idx = slab_slot_index(pg, a);
-            m->ent[m->n++] = (cache_ent_t){a, &slab_slots(pg)[idx], &slab_tags(pg)[idx]};
+            m->ent[m->n++] = cache_ent_of(pg, idx, a);
         }
         if (m->n == 0) return 0;
         /* lowest address on top: the next allocations come from the bottom of the pages */
@@ -267,7 +267,7 @@ void pool_cache_push(pool_t *p, cache_t *c, slab_page_t *pg, uint32_t idx, uintp
     if (c->bytes + pg->slot > CACHE_BYTES_MAX) trim(p, c, pg->slot); /* pg keeps the slot */
     slab_slot_t *rec = &slab_slots(pg)[idx];
     slab_record_set(rec, SLAB_SLOT_CACHED);
-    m->ent[m->n++] = (cache_ent_t){addr, rec, &slab_tags(pg)[idx]};
+    m->ent[m->n++] = cache_ent_of(pg, idx, addr);
     c->ncached++;
     c->bytes += pg->slot;
 }
@@ -375,7 +375,7 @@ void pool_cache_empty(pool_t *p, cache_t *c)
         xfer_flush_all(p);
     if (!pool_cache_holds_all(p, c)) return;
     pool_cache_flush(p, c);
-    if (p->slab.cached_pages) slab_release_cached(&p->slab);
+    release_if_empty(p);
     pool_publish(p);
 }
 

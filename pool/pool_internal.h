@@ -102,6 +102,11 @@ typedef struct cache_ent {
     slab_slot_t *rec; /* its record (SLAB_SLOT_CACHED while here) */
     uint32_t *tag;    /* its tag word (slab_tags) */
 } cache_ent_t;
+/* The entry of slot idx of pg (at addr). */
+static inline cache_ent_t cache_ent_of(const slab_page_t *pg, long idx, uintptr_t addr)
+{
+    return (cache_ent_t){addr, &slab_slots(pg)[idx], &slab_tags(pg)[idx]};
+}
 
 /* One class of a cache, on a cache line of its own: the magazine and the thread's share of
  * the class's statistics (the user buckets are unions of whole classes: bucket_of(slot)). */

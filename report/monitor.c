@@ -79,8 +79,6 @@ REPORT_HIDDEN void monitor_configure(double warn_ratio, double critical_ratio)
     atomic_store(&thresholds_on, warn_ratio > 0 || critical_ratio > 0);
 }
 
-REPORT_HIDDEN int monitor_enabled(void) { return atomic_load(&thresholds_on); }
-
 int report_usage_watched(void)
 {
     return atomic_load_explicit(&thresholds_on, memory_order_relaxed);
@@ -149,7 +147,7 @@ static const char *human_duration(double s, char *buf, size_t len)
 
 void report_usage_changed(int device, size_t allocated, size_t reserved)
 {
-    if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed)) return;
+    if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed) || reserved == 0) return;
     report_usage_changed_at(device, allocated, reserved, clock_coarse_ns());
 }
 

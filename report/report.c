@@ -399,7 +399,7 @@ void report_start_background(void)
     if (!rs.bg_started) {
         rs.bg_started = 1;
         metrics_arm(); /* this process called ACL: its metrics file may be written */
-        int need = rs.cfg.signal > 0 || rs.cfg.interval_s > 0 || monitor_enabled() ||
+        int need = rs.cfg.signal > 0 || rs.cfg.interval_s > 0 || report_usage_watched() ||
                    metrics_interval_s() > 0;
         reporter_start_locked(rs.cfg.signal, need);
     }

@@ -101,7 +101,8 @@ typedef struct report_oom_info {
  * least 1 s apart; the next one counts the suppressed).  Written on the calling thread. */
 void report_oom(const report_oom_info_t *info);
 
-/* The pool of `device` now has `allocated` of `reserved` bytes in use.  Costs a few loads and
+/* The pool of `device` now has `allocated` of `reserved` bytes in use (reserved 0: no figures,
+ * nothing to do).  Costs a few loads and
  * compares unless a threshold is crossed upwards: then one stderr line (with growth rate and the
  * predicted time to OOM) and a `threshold` report written by the reporter thread.  A level is
  * re-armed when use falls 5 points below it. */

@@ -153,7 +153,6 @@ REPORT_HIDDEN void reporter_fork_child(void);
 
 /* ---- monitor.c --------------------------------------------------------------------------- */
 REPORT_HIDDEN void monitor_configure(double warn_ratio, double critical_ratio);
-REPORT_HIDDEN int monitor_enabled(void);
 /* Write the threshold reports the monitors owe (the reporter thread, no lock held). */
 REPORT_HIDDEN void monitor_write_pending(void);
 /* Forget every level (tests: report_stop_background). */

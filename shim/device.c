@@ -330,7 +330,7 @@ pool_t *device_pool_pin_by_address(uintptr_t addr, int *device)
 int device_resolve_tag(uintptr_t addr, uint32_t *tag)
 {
     pool_t *held = pin_current(); /* the shim pins nothing but pools */
-    if (held) return pool_contains(held, addr) && pool_block_tag(held, addr, tag) == POOL_OK;
+    if (held) return pool_block_tag(held, addr, tag) == POOL_OK; /* (another pool's: NOTOWNED) */
     int device;
     pool_t *pool = device_pool_pin_by_address(addr, &device);
     if (!pool) return 0;

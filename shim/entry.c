@@ -205,7 +205,8 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     uint64_t now = 0;
     pool_refusal_t why = {.kind = POOL_REFUSAL_NONE};
     /* (requested <= granted for the pool: a size near SIZE_MAX was capped above) */
-    uint64_t moved = pool_thread_mirror_writes();
+    int watched = report_usage_watched(); /* figures only when they moved (pool.h) */
+    uint64_t moved = watched ? pool_thread_mirror_writes() : 0;
     int prc =
         pool ? pool_alloc_tagged(pool, size < granted ? size : granted, granted, &addr, &why, &tag)
              : POOL_ENOMEM;
@@ -216,7 +217,7 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
             uint32_t handle = observe_pool_record(addr, device, size, granted, e, stack, now);
             __atomic_store_n(tag, handle, __ATOMIC_RELAXED); /* a report may read it (pool.h) */
         }
-        if (report_usage_watched() && pool_thread_mirror_writes() != moved) { /* pool.h */
+        if (watched && pool_thread_mirror_writes() != moved) { /* pool.h */
             used = pool_allocated_bytes(pool);
             capacity = pool_capacity(pool); /* (0: no figures for the monitor) */
         }
@@ -316,12 +317,13 @@ static aclError shim_free(void *dev_ptr, int sync)
         shim_device_t *d = &shim_devices[device];
         if (sync && REAL(aclrtSynchronizeDevice)) REAL(aclrtSynchronizeDevice)();
         size_t granted = 0;
-        uint64_t moved = pool_thread_mirror_writes();
+        int watched = report_usage_watched(); /* figures only when they moved (pool.h) */
+        uint64_t moved = watched ? pool_thread_mirror_writes() : 0;
         forget_ctx_t fc = {addr, device, 0}; /* the record goes before the block can be reused */
         int frc = pool_free_tagged(pool, addr, &granted, forget_tagged, &fc);
         if (fc.deferred_tag) observe_pool_forget_deferred(fc.deferred_tag, addr);
         size_t used = 0, capacity = 0; /* the monitor's figures, when they moved (pool.h) */
-        if (report_usage_watched() && pool_thread_mirror_writes() != moved) {
+        if (watched && pool_thread_mirror_writes() != moved) {
             used = pool_allocated_bytes(pool);
             capacity = pool_capacity(pool);
         }

@@ -248,8 +248,8 @@ int observe_forget(uintptr_t addr, int device, int traced)
 
 void observe_usage(int device, size_t allocated, size_t reserved)
 {
-    if (reserved) report_usage_changed(device, allocated, reserved); /* 0: no figures */
-    if (ledger_file_device_due(device)) file_figures(device);        /* frees too */
+    report_usage_changed(device, allocated, reserved);        /* (reserved 0: no figures) */
+    if (ledger_file_device_due(device)) file_figures(device); /* frees too */
 }
 
 void observe_oom(enum vocab_entry e, int device, size_t requested, size_t granted,

@@ -492,8 +492,7 @@ static int tag_resolve(uintptr_t a, uint32_t *t)
 }
 static int tag_setup(void **state)
 {
-    (void)state;
-    ledger_clear();
+    setup(state);
     memset(tag_addr, 0, sizeof tag_addr);
     memset(tag_val, 0, sizeof tag_val);
     ledger_set_resolver(tag_resolve);

@@ -1605,7 +1605,6 @@ static void tag_run(int caches)
     check_pool(b->p);
     pool_destroy(b->p);
     free(b);
-    pool_cache_thread_enable(1);
 }
 
 /* pool_allocated_bytes changes only in calls that move pool_thread_mirror_writes: a watcher that
