@@ -93,7 +93,11 @@ check reports_written_total "" ".ledger.reports_written + 1" # + the exit report
 check_fragmentation
 live=$(value "$file" ledger_live_allocations)
 [ "$live" -eq "$(jq "$dev.live_allocations" "$report")" ] || fail "live allocations disagree"
-[ "$live" -gt 100 ] || fail "the final rewrite does not show the leak ($live live allocations)"
+# (The leak only grows: the end state holds at least what the second read saw.  A count fixed in
+# advance failed under ThreadSanitizer on a loaded machine, where slow_leak's 10 ms steps took
+# 40 ms: 68 leaked blocks in 3 s.)
+[ "$live" -ge "$l2" ] && [ "$live" -gt 1 ] ||
+    fail "the final rewrite does not show the leak ($live live allocations, $l2 before)"
 version=$(jq -r '.npupool.version' "$report")
 grep -qx "npupool_info{pid=\"$pid\",rank=\"3\",version=\"$version\"} 1" "$file" ||
     fail "no npupool_info line for pid $pid, rank 3, version $version"
