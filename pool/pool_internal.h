@@ -79,8 +79,14 @@ typedef struct pool_vmm {
  * else touches a cache only holding the pool lock with the fast paths stopped (pool_cache_stop).
  * Bounds: class c holds at most cap(c) = clamp(CACHE_CLASS_BYTES / slot, 1, CACHE_MAG_MAX)
  * blocks, and a cache at most CACHE_BYTES_MAX bytes of slots. */
-#define CACHE_CLASS_BYTES ((size_t)128 << 10) /* bytes of slots one class holds, at most */
-#define CACHE_MAG_MAX 64u                     /* blocks one class holds, at most */
+/* Bytes of slots one class holds, at most.  256 KiB rather than 128: the classes of 32 KiB and
+ * up held 1..4 blocks, so their frees took the lock to flush nearly every time (1,000 live of
+ * 512 B..1 MiB, large blocks included: 32 % of pairs took the lock with 128 KiB, 28 % with 256).
+ * One process per build, interleaved, untimed mean per pair: 1,000 live 74.6 -> 70.2 ns,
+ * 100,000 live of 512 B..256 KiB 161 -> 88 ns (best of 5); 512 KiB no better (71.5, 91.4),
+ * 1 MiB and up worse (the cache's CACHE_BYTES_MAX trims). */
+#define CACHE_CLASS_BYTES ((size_t)256 << 10)
+#define CACHE_MAG_MAX 64u /* blocks one class holds, at most */
 /* Bytes of slots one cache holds, at most.  Passing it trims the cache (pool_cache.c), and
  * those trims were the slowest pairs at 100,000 live: bench_peers p99.9 at 100,000 live 330 ns
  * with 4 MiB, 190-200 with 8, 220 with 16 (where the mean at 1,000,000 live rose 67 -> 88 ns). */

@@ -175,6 +175,30 @@ static void observed_gone(int device, size_t granted)
     observe_usage(device, left, __atomic_load_n(&observed_total[device], __ATOMIC_RELAXED));
 }
 
+/* The threshold monitor's figures of a pool call (pool.h, pool_thread_mirror_writes): read
+ * only when the call changed the pool's allocated bytes, since a call that crosses a level is
+ * always one of those; used = capacity = 0 otherwise (no figures for the monitor). */
+typedef struct usage_watch {
+    int watched;    /* a threshold is watched */
+    uint64_t moved; /* this thread's mirror writes before the call */
+} usage_watch_t;
+
+static inline usage_watch_t usage_watch_begin(void)
+{
+    usage_watch_t w = {report_usage_watched(), 0};
+    if (w.watched) w.moved = pool_thread_mirror_writes();
+    return w;
+}
+
+/* pre: the pool is pinned */
+static inline void usage_watch_end(usage_watch_t w, pool_t *pool, size_t *used, size_t *capacity)
+{
+    *used = *capacity = 0;
+    if (!w.watched || pool_thread_mirror_writes() == w.moved) return;
+    *used = pool_allocated_bytes(pool);
+    *capacity = pool_capacity(pool);
+}
+
 static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
                            aclrtMemMallocPolicy policy, aclrtMallocConfig *cfg)
 {
@@ -205,8 +229,7 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     uint64_t now = 0;
     pool_refusal_t why = {.kind = POOL_REFUSAL_NONE};
     /* (requested <= granted for the pool: a size near SIZE_MAX was capped above) */
-    int watched = report_usage_watched(); /* figures only when they moved (pool.h) */
-    uint64_t moved = watched ? pool_thread_mirror_writes() : 0;
+    usage_watch_t watch = usage_watch_begin();
     int prc =
         pool ? pool_alloc_tagged(pool, size < granted ? size : granted, granted, &addr, &why, &tag)
              : POOL_ENOMEM;
@@ -217,10 +240,7 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
             uint32_t handle = observe_pool_record(addr, device, size, granted, e, stack, now);
             __atomic_store_n(tag, handle, __ATOMIC_RELAXED); /* a report may read it (pool.h) */
         }
-        if (watched && pool_thread_mirror_writes() != moved) { /* pool.h */
-            used = pool_allocated_bytes(pool);
-            capacity = pool_capacity(pool); /* (0: no figures for the monitor) */
-        }
+        usage_watch_end(watch, pool, &used, &capacity);
         device_pool_unpin(); /* before observe_*: a report pins pools itself */
     }
     if (prc == POOL_OK) {
@@ -317,16 +337,12 @@ static aclError shim_free(void *dev_ptr, int sync)
         shim_device_t *d = &shim_devices[device];
         if (sync && REAL(aclrtSynchronizeDevice)) REAL(aclrtSynchronizeDevice)();
         size_t granted = 0;
-        int watched = report_usage_watched(); /* figures only when they moved (pool.h) */
-        uint64_t moved = watched ? pool_thread_mirror_writes() : 0;
+        usage_watch_t watch = usage_watch_begin();
         forget_ctx_t fc = {addr, device, 0}; /* the record goes before the block can be reused */
         int frc = pool_free_tagged(pool, addr, &granted, forget_tagged, &fc);
         if (fc.deferred_tag) observe_pool_forget_deferred(fc.deferred_tag, addr);
-        size_t used = 0, capacity = 0; /* the monitor's figures, when they moved (pool.h) */
-        if (watched && pool_thread_mirror_writes() != moved) {
-            used = pool_allocated_bytes(pool);
-            capacity = pool_capacity(pool);
-        }
+        size_t used, capacity;
+        usage_watch_end(watch, pool, &used, &capacity);
         device_pool_unpin();
         if (frc == POOL_OK) {
             shim_count_pool(device, 1);

@@ -17,8 +17,11 @@
  * A bad value costs one `fakeacl:` line on stderr and keeps the default.
  *
  * Fork: prepare takes fa_g.lock and then the records' lock, parent and child release them, so the
- * child gets a consistent copy of every table and of the record storage and keeps using them (its mappings of physical handles stay MAP_SHARED with the
- * parent's, as memfd mappings do).
+ * child gets a consistent copy of every table and of the record storage and keeps using them.
+ * Device memory is the process's own, as a device's address space is on an NPU: the child's
+ * copy of a device block is copy-on-write host memory, and the child handler remaps every
+ * mapping of a physical handle privately (fa_vmm.c), so neither process sees the other's writes
+ * after the fork.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -195,7 +198,11 @@ static void fork_parent(void)
     pthread_mutex_unlock(&fa_recs_lock);
     pthread_mutex_unlock(&fa_g.lock);
 }
-static void fork_child(void) { fork_parent(); }
+static void fork_child(void)
+{
+    fa_vmm_fork_child_locked();
+    fork_parent();
+}
 
 static void init_once(void)
 {

@@ -302,7 +302,7 @@ static int check_phys(struct fa_rec *r, void *ctx)
           r->charged);
     if (r->dev >= 0 && r->dev < fa_g.ndev)
         CHECK(c,
-              r->fd == fa_g.dev[r->dev].hbm_fd && r->offset % FA_HUGE_PAGE == 0 &&
+              (r->fd == fa_g.dev[r->dev].hbm_fd || fa_g.forked) && r->offset % FA_HUGE_PAGE == 0 &&
                   r->offset + r->size <= fa_g.dev[r->dev].hbm_next,
               "handle %#lx: file %d offset %zu, its device's file %d (next %zu)",
               (unsigned long)r->key, r->fd, r->offset, fa_g.dev[r->dev].hbm_fd,

@@ -129,7 +129,8 @@ struct fa_rec {
     size_t offset;       /* mapping: bytes into its handle; handle: bytes into its device's
                             physical-memory file */
     int dev;             /* device id of a block or handle, else -1 */
-    int fd;              /* handle: its device's physical-memory file (fa_dev.hbm_fd), else -1 */
+    int fd;              /* handle: its device's physical-memory file (fa_dev.hbm_fd, or in a fork
+                            child the parent's: fa_handle_inherited), else -1 */
     uint32_t nmaps;      /* reservation / handle: live mappings naming it */
     struct fa_rec *resv; /* mapping: its enclosing reservation */
     struct fa_rec *phys; /* mapping: its backing handle */
@@ -192,6 +193,7 @@ struct fa_state {
     uint64_t fail_map_countdown;  /* aclrtMapMem calls until an injected failure */
     uint64_t fail_resv_countdown; /* aclrtReserveMemAddress calls until an injected failure */
     int no_vmm;                   /* FAKEACL_VMM=0: an older runtime, the VMM calls answer 207000 */
+    int forked;                   /* a fork child: handles may live in a parent's file (fa_vmm.c) */
     char stats_path[4096];        /* FAKEACL_STATS, "" = none */
     size_t page;                  /* host page size in bytes */
 };
@@ -217,6 +219,10 @@ FA_HIDDEN aclError fa_charge_locked(int dev, size_t block, size_t charge);
 FA_HIDDEN void fa_uncharge_locked(int dev, size_t charge);
 FA_HIDDEN void fa_release_device_blocks_locked(int dev);  /* fa_mem.c: used by reset */
 FA_HIDDEN void fa_release_device_handles_locked(int dev); /* fa_vmm.c: used by reset */
-FA_HIDDEN int fa_check_locked(void);                      /* fa_ctl.c: violations found */
+/* fa_vmm.c, from the fork child handler (lock held): the child's device memory becomes its own. */
+FA_HIDDEN void fa_vmm_fork_child_locked(void);
+/* A handle a fork child inherited: its pages live in the parent's file (pre: lock held). */
+FA_HIDDEN int fa_handle_inherited(const struct fa_rec *handle);
+FA_HIDDEN int fa_check_locked(void); /* fa_ctl.c: violations found */
 
 #endif /* FAKEACL_FA_INTERNAL_H */

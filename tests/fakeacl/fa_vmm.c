@@ -15,7 +15,15 @@
  * value is an opaque, never reused number that faults if dereferenced.  aclrtMapMem maps the
  * handle's range MAP_SHARED|MAP_FIXED over part of one reservation, so data written through a
  * mapping is in the handle and readable through any other mapping of it; aclrtUnmapMem puts
- * PROT_NONE reserved space back.  aclrtGetMemInfo (fa_mem.c) counts handles as charged.
+ * PROT_NONE reserved space back.
+ *
+ * Fork: device memory belongs to one process.  The child handler remaps each mapping
+ * MAP_PRIVATE from the same file range and gives every device a new file for the child's own
+ * handles; a handle the child inherited keeps the parent's file, is mapped privately there too
+ * and is never punched out by the child.  So the child's writes are its own and it cannot free
+ * the parent's pages; a page the child has not written since the fork may still show the
+ * parent's later writes (a private file mapping copies a page at its first write), where a real
+ * runtime gives a fork child nothing of its parent's device memory.  aclrtGetMemInfo (fa_mem.c) counts handles as charged.
  *
  * Errors: NULL / size 0 -> 100000.  Reserve or allocate a size that is not a granularity
  * multiple -> 107000.  Map: virPtr, size, offset not granularity multiples, unknown handle, range
@@ -67,9 +75,16 @@ static int hbm_file_locked(int dev)
     return fd;
 }
 
-/* pre: lock held.  Release the host pages of a freed handle's range (its offsets stay unused). */
+int fa_handle_inherited(const struct fa_rec *handle)
+{
+    return handle->fd != fa_g.dev[handle->dev].hbm_fd;
+}
+
+/* pre: lock held.  Release the host pages of a freed handle's range (its offsets stay unused);
+ * an inherited handle's pages are the parent's. */
 static void hbm_release_locked(const struct fa_rec *r)
 {
+    if (fa_handle_inherited(r)) return;
     if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)r->offset,
                   (off_t)r->size) != 0)
         fa_err("punching out %zu bytes of physical memory failed", r->size);
@@ -357,7 +372,8 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
         rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
         goto out;
     }
-    void *p = mmap(virPtr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, ph->fd,
+    int share = fa_handle_inherited(ph) ? MAP_PRIVATE : MAP_SHARED;
+    void *p = mmap(virPtr, size, PROT_READ | PROT_WRITE, share | MAP_FIXED, ph->fd,
                    (off_t)(ph->offset + offset));
     if (p == MAP_FAILED) {
         fa_err("mmap of a physical handle at %p (%zu bytes) failed", virPtr, size);
@@ -445,4 +461,23 @@ static int release_handle_if_dev(struct fa_rec *r, void *ctx)
 void fa_release_device_handles_locked(int dev)
 {
     fa_table_walk(&fa_g.physs, release_handle_if_dev, &dev);
+}
+
+/* ---- fork ------------------------------------------------------------------------------------------------------ */
+static int remap_private(struct fa_rec *m, void *ctx)
+{
+    (void)ctx;
+    const struct fa_rec *ph = m->phys;
+    void *p = mmap((void *)m->key, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, ph->fd,
+                   (off_t)(ph->offset + m->offset));
+    if (p == MAP_FAILED)
+        fa_err("fork child: a mapping at %#lx stays shared with the parent", (unsigned long)m->key);
+    return 0;
+}
+
+void fa_vmm_fork_child_locked(void)
+{
+    fa_g.forked = 1;
+    for (int dev = 0; dev < FA_MAX_DEVICES; dev++) fa_g.dev[dev].hbm_fd = -1; /* a new file */
+    fa_table_walk(&fa_g.mappings, remap_private, NULL);
 }

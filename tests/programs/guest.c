@@ -23,7 +23,9 @@
  *   threadexit         threads that allocate once and exit, 2000 of them, 8 at a time
  *   exitrace           4 threads allocate without pause while the main thread calls exit()
  *   resetrace          64 threads allocate and free while the main thread resets device 0 every
- *                      20 ms and asks for a report (SIGUSR2) every 50 ms, for 2 s
+ *                      20 ms and asks for a report (SIGUSR2) every 50 ms, for 2 s; allocations
+ *                      race the resets, a free never does (a block a reset took is not freed),
+ *                      and every free of a block no reset took must succeed
  * Exit status 0 = everything as expected; a CHECK failure prints the line and exits 1.
  */
 #define _GNU_SOURCE
@@ -328,10 +330,22 @@ static int mode_exitrace(void)
     exit(0); /* destructors (npupool's exit report) run while the threads still allocate */
 }
 
+/* resetrace: a thread frees its blocks only when no reset came since it began to allocate them.
+ * A block a reset took is gone: freeing its address later could free another thread's block of
+ * the next pool at the same address (the new pool may get the old range back), an application
+ * bug that would make two threads own one block.  So allocations race the resets, frees do not. */
+static pthread_rwlock_t reset_gate =
+    PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP; /* writer first */
+static unsigned resets;                                /* bumped under the gate */
+static unsigned refused_frees; /* frees of blocks no reset took that failed: must stay 0 */
+
 static void *churn_big(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg;
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
+        pthread_rwlock_rdlock(&reset_gate); /* no reset under way while the epoch is read */
+        unsigned epoch = __atomic_load_n(&resets, __ATOMIC_RELAXED);
+        pthread_rwlock_unlock(&reset_gate);
         aclrtSetDevice(0);
         void *p[8];
         for (int i = 0; i < 8; i++) {
@@ -341,8 +355,12 @@ static void *churn_big(void *arg)
                 ACL_SUCCESS)
                 p[i] = NULL;
         }
-        for (int i = 0; i < 8; i++)
-            if (p[i]) aclrtFree(p[i]); /* may be refused: a reset took the block meanwhile */
+        pthread_rwlock_rdlock(&reset_gate);
+        if (__atomic_load_n(&resets, __ATOMIC_RELAXED) == epoch)
+            for (int i = 0; i < 8; i++)
+                if (p[i] && aclrtFree(p[i]) != ACL_SUCCESS)
+                    __atomic_add_fetch(&refused_frees, 1, __ATOMIC_RELAXED);
+        pthread_rwlock_unlock(&reset_gate);
     }
     return NULL;
 }
@@ -355,12 +373,18 @@ static int mode_resetrace(void)
     for (int i = 0; i < T; i++)
         CHECK_EQ(pthread_create(&th[i], NULL, churn_big, (void *)(uintptr_t)(i + 1)), 0);
     for (int ms = 0; ms < 2000; ms += 10) {
-        if (ms % 20 == 0) aclrtResetDevice(0);
+        if (ms % 20 == 0) {
+            pthread_rwlock_wrlock(&reset_gate);
+            __atomic_add_fetch(&resets, 1, __ATOMIC_RELAXED);
+            aclrtResetDevice(0);
+            pthread_rwlock_unlock(&reset_gate);
+        }
         if (ms % 50 == 0) kill(getpid(), SIGUSR2);
         sleep_ms(10);
     }
     __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    CHECK_EQ(refused_frees, 0);
     CHECK_DONE();
 }
 

@@ -1258,6 +1258,53 @@ static void test_fork_while_allocating(void **state)
     assert_int_equal(aclrtFree(p), ACL_SUCCESS); /* the parent still owns its p */
 }
 
+/* Device memory is one process's own: after fork, neither side sees the other's writes through a
+ * mapping of a physical handle, and the child freeing an inherited handle leaves the parent's
+ * pages alone (fa_vmm.c). */
+static void test_fork_vmm_private(void **state)
+{
+    (void)state;
+    aclrtPhysicalMemProp prop = {.location = {.id = 0, .type = ACL_MEM_LOCATION_TYPE_DEVICE}};
+    aclrtDrvMemHandle h = NULL;
+    void *r = NULL;
+    assert_int_equal(aclrtMallocPhysical(&h, 4 * MiB, &prop, 0), ACL_SUCCESS);
+    assert_int_equal(aclrtReserveMemAddress(&r, 4 * MiB, 0, NULL, 0), ACL_SUCCESS);
+    assert_int_equal(aclrtMapMem(r, 4 * MiB, 0, h, 0), ACL_SUCCESS);
+    unsigned char *b = r;
+    memset(b, 0x11, 4 * MiB);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(20);
+        int bad = 0;
+        bad += b[0] != 0x11 || b[3 * MiB] != 0x11; /* the child sees what was there */
+        memset(b, 0x22, MiB);                      /* its own writes stay its own */
+        bad += b[MiB - 1] != 0x22;
+        bad += aclrtUnmapMem(r) != ACL_SUCCESS;
+        bad += aclrtFreePhysical(h) != ACL_SUCCESS; /* must not punch the parent's pages */
+        aclrtDrvMemHandle mine = NULL;              /* a handle of the child's own */
+        bad += aclrtMallocPhysical(&mine, 2 * MiB, &prop, 0) != ACL_SUCCESS;
+        bad += aclrtMapMem(r, 2 * MiB, 0, mine, 0) != ACL_SUCCESS;
+        if (bad == 0) {
+            memset(b, 0x33, 2 * MiB);
+            bad += b[2 * MiB - 1] != 0x33;
+            bad += aclrtUnmapMem(r) != ACL_SUCCESS;
+        }
+        bad += aclrtFreePhysical(mine) != ACL_SUCCESS;
+        bad += fakeacl_check() != 0;
+        _exit(bad == 0 ? 0 : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) fail_msg("fork child: status %#x", st);
+    assert_int_equal(b[0], 0x11);       /* not the child's 0x22 */
+    assert_int_equal(b[3 * MiB], 0x11); /* not punched out by the child's free */
+    assert_int_equal(fakeacl_check(), 0);
+    assert_int_equal(aclrtUnmapMem(r), ACL_SUCCESS);
+    assert_int_equal(aclrtReleaseMemAddress(r), ACL_SUCCESS);
+    assert_int_equal(aclrtFreePhysical(h), ACL_SUCCESS);
+}
+
 /* ---- environment, through a re-executed probe -------------------------------------------------------------------- */
 static int probe_main(void)
 {
@@ -1550,6 +1597,7 @@ int main(int argc, char **argv)
         T(test_counters_and_stats),
         T(test_threads),
         T(test_fork_while_allocating),
+        T(test_fork_vmm_private),
         T(test_env_defaults_and_lifetime),
         T(test_env_values),
         T(test_env_bad_values),
