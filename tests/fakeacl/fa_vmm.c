@@ -15,15 +15,16 @@
  * value is an opaque, never reused number that faults if dereferenced.  aclrtMapMem maps the
  * handle's range MAP_SHARED|MAP_FIXED over part of one reservation, so data written through a
  * mapping is in the handle and readable through any other mapping of it; aclrtUnmapMem puts
- * PROT_NONE reserved space back.
+ * PROT_NONE reserved space back.  aclrtGetMemInfo (fa_mem.c) counts handles as charged.
  *
  * Fork: device memory belongs to one process.  The child handler remaps each mapping
  * MAP_PRIVATE from the same file range and gives every device a new file for the child's own
  * handles; a handle the child inherited keeps the parent's file, is mapped privately there too
  * and is never punched out by the child.  So the child's writes are its own and it cannot free
- * the parent's pages; a page the child has not written since the fork may still show the
- * parent's later writes (a private file mapping copies a page at its first write), where a real
- * runtime gives a fork child nothing of its parent's device memory.  aclrtGetMemInfo (fa_mem.c) counts handles as charged.
+ * the parent's pages.  Where this differs from sharing nothing, as a real runtime would: a page
+ * the child has not written since the fork may still show the parent's later writes (a private
+ * file mapping copies a page at its first write), and in the child two mappings of one inherited
+ * handle do not see each other's writes.
  *
  * Errors: NULL / size 0 -> 100000.  Reserve or allocate a size that is not a granularity
  * multiple -> 107000.  Map: virPtr, size, offset not granularity multiples, unknown handle, range
