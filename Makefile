@@ -95,7 +95,9 @@ $(VERSION_H): FORCE
 $(BUILD)/obj/base/version.o: $(VERSION_H)
 $(BUILD)/obj/base/version.o: CFLAGS += -I$(BUILD)/gen
 
-include $(wildcard base/base.mk pool/pool.mk tests/fakeacl/fakeacl.mk ledger/ledger.mk report/report.mk shim/shim.mk tools/tools.mk bench/peers/peers.mk examples/examples.mk tests/tests.mk bench/bench.mk bench/bench_shim.mk)
+# bench/bench.mk last: its `bench:` rule names $(BENCH_TARGETS) as it stands when that file is
+# read, so every file that adds a benchmark comes before it.
+include $(wildcard base/base.mk pool/pool.mk tests/fakeacl/fakeacl.mk ledger/ledger.mk report/report.mk shim/shim.mk tools/tools.mk bench/peers/peers.mk examples/examples.mk tests/tests.mk bench/bench_shim.mk bench/bench.mk)
 include mk/install.mk mk/man.mk mk/aarch64.mk
 
 PRODUCT_TARGETS := $(filter-out $(BUILD)/tests/%,$(ALL_TARGETS))

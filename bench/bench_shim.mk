@@ -19,8 +19,6 @@ $(BENCH_SHIM): $(BUILD)/obj/bench/bench_shim.o $(BUILD)/obj/bench/peers/ptimer.o
 	    $(LDFLAGS) -ldl -lm
 
 BENCH_TARGETS += $(BENCH_SHIM)
-# bench.mk's rule named its prerequisites before this file was read: add this one to it
-bench: $(BENCH_SHIM)
 
 .PHONY: bench-shim
 bench-shim: $(BENCH_SHIM)

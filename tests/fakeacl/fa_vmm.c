@@ -81,6 +81,16 @@ int fa_handle_inherited(const struct fa_rec *handle)
     return handle->fd != fa_g.dev[handle->dev].hbm_fd;
 }
 
+/* pre: lock held.  Map `size` bytes of handle ph from `offset` at addr, over what is there: shared
+ * with every other mapping of it, or privately when the handle is inherited (a fork child). */
+static int map_handle_locked(void *addr, size_t size, const struct fa_rec *ph, size_t offset)
+{
+    int share = fa_handle_inherited(ph) ? MAP_PRIVATE : MAP_SHARED;
+    void *p = mmap(addr, size, PROT_READ | PROT_WRITE, share | MAP_FIXED, ph->fd,
+                   (off_t)(ph->offset + offset));
+    return p == MAP_FAILED ? -1 : 0;
+}
+
 /* pre: lock held.  Release the host pages of a freed handle's range (its offsets stay unused);
  * an inherited handle's pages are the parent's. */
 static void hbm_release_locked(const struct fa_rec *r)
@@ -373,10 +383,7 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
         rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
         goto out;
     }
-    int share = fa_handle_inherited(ph) ? MAP_PRIVATE : MAP_SHARED;
-    void *p = mmap(virPtr, size, PROT_READ | PROT_WRITE, share | MAP_FIXED, ph->fd,
-                   (off_t)(ph->offset + offset));
-    if (p == MAP_FAILED) {
+    if (map_handle_locked(virPtr, size, ph, offset) != 0) {
         fa_err("mmap of a physical handle at %p (%zu bytes) failed", virPtr, size);
         rc = ACL_ERROR_RT_INTERNAL_ERROR;
         goto out;
@@ -465,13 +472,11 @@ void fa_release_device_handles_locked(int dev)
 }
 
 /* ---- fork ------------------------------------------------------------------------------------------------------ */
+/* After fa_vmm_fork_child_locked gave the devices new files, every handle is inherited. */
 static int remap_private(struct fa_rec *m, void *ctx)
 {
     (void)ctx;
-    const struct fa_rec *ph = m->phys;
-    void *p = mmap((void *)m->key, m->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, ph->fd,
-                   (off_t)(ph->offset + m->offset));
-    if (p == MAP_FAILED)
+    if (map_handle_locked((void *)m->key, m->size, m->phys, m->offset) != 0)
         fa_err("fork child: a mapping at %#lx stays shared with the parent", (unsigned long)m->key);
     return 0;
 }

@@ -336,7 +336,7 @@ static int mode_exitrace(void)
  * bug that would make two threads own one block.  So allocations race the resets, frees do not. */
 static pthread_rwlock_t reset_gate =
     PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP; /* writer first */
-static unsigned resets;                                /* bumped under the gate */
+static unsigned resets;                                /* read and bumped only under the gate */
 static unsigned refused_frees; /* frees of blocks no reset took that failed: must stay 0 */
 
 static void *churn_big(void *arg)
@@ -344,7 +344,7 @@ static void *churn_big(void *arg)
     unsigned seed = (unsigned)(uintptr_t)arg;
     while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
         pthread_rwlock_rdlock(&reset_gate); /* no reset under way while the epoch is read */
-        unsigned epoch = __atomic_load_n(&resets, __ATOMIC_RELAXED);
+        unsigned epoch = resets;
         pthread_rwlock_unlock(&reset_gate);
         aclrtSetDevice(0);
         void *p[8];
@@ -356,7 +356,7 @@ static void *churn_big(void *arg)
                 p[i] = NULL;
         }
         pthread_rwlock_rdlock(&reset_gate);
-        if (__atomic_load_n(&resets, __ATOMIC_RELAXED) == epoch)
+        if (resets == epoch)
             for (int i = 0; i < 8; i++)
                 if (p[i] && aclrtFree(p[i]) != ACL_SUCCESS)
                     __atomic_add_fetch(&refused_frees, 1, __ATOMIC_RELAXED);
@@ -375,7 +375,7 @@ static int mode_resetrace(void)
     for (int ms = 0; ms < 2000; ms += 10) {
         if (ms % 20 == 0) {
             pthread_rwlock_wrlock(&reset_gate);
-            __atomic_add_fetch(&resets, 1, __ATOMIC_RELAXED);
+            resets++;
             aclrtResetDevice(0);
             pthread_rwlock_unlock(&reset_gate);
         }
