@@ -23,7 +23,7 @@
  *    mean is exact where the timer's resolution (10 ns on this machine kind's VM) is coarse.
  *    Three runs, interleaved (run 1 of every allocator, then run 2, ...), each a fresh
  *    instance; the table gives the median over the runs of each run's median, p99, p99.9 and
- *    mean.
+ *    mean.  Then npupool's timed pairs by path (cache, locked, large: enum np_path).
  * C. Fragmentation: for each trace (bench/peers/ptrace.h: the tensor trace of bench_frag, a
  *    mixed small/large trace with about 11 live blocks per slab class of npupool, and the
  *    shipped traces/rmm_random.trace), the smallest arena that runs the whole trace without a
@@ -235,10 +235,22 @@ typedef struct scenario {
     size_t *size;   /* [warm + 2 pairs] new size of each pair */
 } scenario_t;
 
+/* npupool's timed pairs by the path they took: both calls served by the thread's magazines
+ * (no lock), a small block's refill or flush under the pool lock (the thread's count of locked
+ * changes moved: pool_thread_mirror_writes), or the freed or the new block beyond the slab limit
+ * (the large heap, always under the lock). */
+enum np_path { PATH_CACHE, PATH_LOCKED, PATH_LARGE, PATH_COUNT };
+static const char *const g_path_name[PATH_COUNT] = {"cache", "locked", "large"};
+typedef struct path_fig {
+    double share;        /* of the timed pairs, 0..1 */
+    double median, p999; /* ns, of those pairs */
+} path_fig_t;
+
 typedef struct lat {
-    double median, p99, p999; /* ns, each pair timed on its own */
-    double mean;              /* ns, wall time of the untimed pass / its pairs */
-    int failed;               /* an allocation was refused (or the peer is unavailable) */
+    double median, p99, p999;    /* ns, each pair timed on its own */
+    double mean;                 /* ns, wall time of the untimed pass / its pairs */
+    int failed;                  /* an allocation was refused (or the peer is unavailable) */
+    path_fig_t path[PATH_COUNT]; /* npupool only: the timed pairs by path */
 } lat_t;
 
 static int scenario_make(scenario_t *sc, uint64_t seed)
@@ -276,12 +288,46 @@ static int lat_pass(const peer_ops_t *o, void *p, const scenario_t *sc, uintptr_
     return failed;
 }
 
+/* The path figures of npupool's timed pairs: ticks[k] of pair k, path[k] its path; sorts a
+ * copy per path in `tmp` (pairs entries). */
+static void path_figures(lat_t *r, const uint64_t *ticks, const unsigned char *path, size_t pairs,
+                         uint64_t *tmp)
+{
+    for (int q = 0; q < PATH_COUNT; q++) {
+        size_t m = 0;
+        for (size_t k = 0; k < pairs; k++)
+            if (path[k] == q) tmp[m++] = ticks[k];
+        path_fig_t *f = &r->path[q];
+        f->share = (double)m / (double)pairs;
+        if (!m) continue;
+        ptimer_sort(tmp, m);
+        f->median = ptimer_ns(ptimer_quantile(tmp, m, 0.5));
+        f->p999 = ptimer_ns(ptimer_quantile(tmp, m, 0.999));
+    }
+}
+
+/* The path of npupool's pair that freed a block of `old_size`, allocated `new_size`, and moved
+ * the thread's count of locked changes from mw0 to mw1. */
+static unsigned char np_path_of(size_t old_size, size_t new_size, uint64_t mw0, uint64_t mw1)
+{
+    if (old_size > POOL_SLAB_MAX || new_size > POOL_SLAB_MAX) return PATH_LARGE;
+    return mw1 != mw0 ? PATH_LOCKED : PATH_CACHE;
+}
+
 /* One run: a fresh instance; fill; the warm-up pairs; the mean pass (untimed, wall clock
  * around all of it: exact, free of the timer's resolution); then each pair of the timed pass
- * on its own.  slots[live], ticks[pairs]. */
-static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots, uint64_t *ticks)
+ * on its own.  slots[live], ticks[pairs]; for npupool (paths non-NULL: cur[live], path[pairs],
+ * tmp[pairs]) also the path of each timed pair. */
+typedef struct path_work {
+    size_t *cur;         /* [live] each slot's current size */
+    unsigned char *path; /* [pairs] each timed pair's path */
+    uint64_t *tmp;       /* [pairs] scratch */
+} path_work_t;
+
+static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots, uint64_t *ticks,
+                     const path_work_t *pw)
 {
-    lat_t r = {0, 0, 0, 0, 1};
+    lat_t r = {.failed = 1};
     void *p = o->create(LAT_RANGE);
     if (!p) return r;
     int failed = 0;
@@ -290,17 +336,27 @@ static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots
     double w0 = ptimer_wall_ns();
     failed = failed || lat_pass(o, p, sc, slots, sc->warm, sc->pairs);
     r.mean = (ptimer_wall_ns() - w0) / (double)sc->pairs;
+    if (pw) { /* each slot's size now: the fill, then every pair so far */
+        memcpy(pw->cur, sc->fill, sc->live * sizeof *pw->cur);
+        for (size_t k = 0; k < sc->warm + sc->pairs; k++) pw->cur[sc->slot[k]] = sc->size[k];
+    }
     for (size_t k = 0; k < sc->pairs && !failed; k++) {
         size_t e = sc->warm + sc->pairs + k;
         uint32_t i = sc->slot[e];
         uintptr_t victim = slots[i]; /* the bench's own bookkeeping, before the timer */
+        uint64_t mw0 = pw ? pool_thread_mirror_writes() : 0;
         uint64_t t0 = ptimer_begin();
         o->free(p, victim);
         int rc = o->alloc(p, sc->size[e], &slots[i]);
         uint64_t t1 = ptimer_end();
         ticks[k] = t1 - t0;
+        if (pw) {
+            pw->path[k] = np_path_of(pw->cur[i], sc->size[e], mw0, pool_thread_mirror_writes());
+            pw->cur[i] = sc->size[e];
+        }
         failed = rc;
     }
+    if (!failed && pw) path_figures(&r, ticks, pw->path, sc->pairs, pw->tmp);
     if (!failed) {
         ptimer_sort(ticks, sc->pairs);
         r.median = ptimer_ns(ptimer_quantile(ticks, sc->pairs, 0.5));
@@ -355,6 +411,13 @@ static void lat_medians(contender_t *c)
     c->med.p99 = median3(c->run[0].p99, c->run[1].p99, c->run[2].p99);
     c->med.p999 = median3(c->run[0].p999, c->run[1].p999, c->run[2].p999);
     c->med.mean = median3(c->run[0].mean, c->run[1].mean, c->run[2].mean);
+    for (int q = 0; q < PATH_COUNT; q++) {
+        path_fig_t *m = &c->med.path[q];
+        const lat_t *r = c->run;
+        m->share = median3(r[0].path[q].share, r[1].path[q].share, r[2].path[q].share);
+        m->median = median3(r[0].path[q].median, r[1].path[q].median, r[2].path[q].median);
+        m->p999 = median3(r[0].path[q].p999, r[1].path[q].p999, r[2].path[q].p999);
+    }
 }
 
 enum figure { FIG_MEDIAN, FIG_P99, FIG_P999, FIG_MEAN, FIG_COUNT };
@@ -388,12 +451,16 @@ static void lat_scale(scenario_t *sc, contender_t *c, size_t n, summary_t *sum)
     snprintf(range, sizeof range, "%s..%s", human(sc->lo, a, sizeof a), human(sc->hi, b, sizeof b));
     uintptr_t *slots = malloc(sc->live * sizeof *slots);
     uint64_t *ticks = malloc(sc->pairs * sizeof *ticks);
-    if (!slots || !ticks || scenario_make(sc, 0x5eed0000u + sc->live) != 0) {
+    path_work_t pw = {malloc(sc->live * sizeof *pw.cur), malloc(sc->pairs),
+                      malloc(sc->pairs * sizeof *pw.tmp)};
+    if (!slots || !ticks || !pw.cur || !pw.path || !pw.tmp ||
+        scenario_make(sc, 0x5eed0000u + sc->live) != 0) {
         fprintf(stderr, "bench_peers: out of host memory for %zu live\n", sc->live);
         exit(1);
     }
     for (int r = 0; r < RUNS; r++)
-        for (size_t i = 0; i < n; i++) c[i].run[r] = lat_run(c[i].ops, sc, slots, ticks);
+        for (size_t i = 0; i < n; i++)
+            c[i].run[r] = lat_run(c[i].ops, sc, slots, ticks, c[i].ops == &g_npupool ? &pw : NULL);
     for (size_t i = 0; i < n; i++) {
         lat_medians(&c[i]);
         const lat_t *m = &c[i].med;
@@ -416,6 +483,9 @@ static void lat_scale(scenario_t *sc, contender_t *c, size_t n, summary_t *sum)
     sum->live = sc->live;
     free(slots);
     free(ticks);
+    free(pw.cur);
+    free(pw.path);
+    free(pw.tmp);
     scenario_free(sc);
 }
 
@@ -469,6 +539,21 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
                        m->live, g_figure_name[f], np, b > 0 ? m->c[b].ops->name : "-", bv, ratio);
         }
     }
+    printf("\nnpupool's timed pairs by path (median over the runs): cache = both calls served by "
+           "the thread's magazines, no lock; locked = a small block's refill or flush under the "
+           "pool lock; large = the freed or the new block above the slab limit (%zu KiB), on the "
+           "large heap\n",
+           (size_t)POOL_SLAB_MAX / KiB);
+    printf("%-24s %-7s %7s %8s %8s\n", "live (sizes)", "path", "share", "median", "p99.9");
+    for (int s = 0; s < 3; s++)
+        for (int q = 0; q < PATH_COUNT; q++) {
+            const path_fig_t *f = &sum[s].c[0].med.path[q];
+            printf("%-24s %-7s %6.1f%% %8.1f %8.1f\n", q == 0 ? sum[s].label : "", g_path_name[q],
+                   100 * f->share, f->median, f->p999);
+            bench_line("BENCH_PEERS kind=np_path live=%zu path=%s share=%.4f median_ns=%.1f "
+                       "p999_ns=%.1f",
+                       sum[s].live, g_path_name[q], f->share, f->median, f->p999);
+        }
     const lat_t *np_1k = &sum[0].c[0].med, *np_big = &sum[2].c[0].med;
     printf("npupool at %zu live / npupool at 1,000 live: median %.2f, mean %.2f\n", sc[2].live,
            np_big->median / np_1k->median, np_big->mean / np_1k->mean);

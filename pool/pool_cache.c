@@ -7,15 +7,15 @@
  * dropping the caches of a destroyed pool, and pool_drain_caches().
  *
  * What a cache is.  For each size class below the 256 KiB one (79 classes), a magazine: a stack
- * of up to cap(c) = clamp(CACHE_CLASS_BYTES / slot, 1, CACHE_MAG_MAX) slots taken from their
- * pages.  For the pool such a slot is taken (its bit is clear, its page cannot be released); for
- * the application it is free (its record says SLAB_SLOT_CACHED, the statistics and pool_walk
- * count it as a free slot, never as live).  The owner pops and pushes without the pool lock; a
+ * of up to cap(c) = clamp(CACHE_CLASS_BYTES / slot, CACHE_MAG_MIN, CACHE_MAG_MAX) slots taken
+ * from their pages.  For the pool such a slot is taken (its bit is clear, its page cannot be
+ * released); for the application it is free (its record says SLAB_SLOT_CACHED, the statistics
+ * and pool_walk count it as a free slot, never as live).  The owner pops and pushes without the pool lock; a
  * magazine that is empty is refilled under the lock with up to cap/2 (rounded up, at most
  * CACHE_REFILL_MAX) slots of its class (from the class's partial pages, or at most one page made
  * for it), a full one gives its oldest CACHE_FLUSH(cap) back, and a cache about to pass
- * CACHE_BYTES_MAX (8 MiB) of slots gives half of its magazines back, one after the other, until
- * it would not.  So one thread hoards at most 8 MiB of one pool.  Statistics of small blocks are
+ * CACHE_BYTES_MAX (16 MiB) of slots gives half of its magazines back, one after the other, until
+ * it would not.  So one thread hoards at most 16 MiB of one pool.  Statistics of small blocks are
  * kept in the cache of the thread that allocated or freed them and summed when read.
  *
  * Stopping the fast paths (asymmetric Dekker).  The owner opens a busy window by storing
@@ -492,7 +492,9 @@ static void cache_init(void)
     slab_geom_init(); /* the slot sizes: no pool may exist yet (pool_threads_prepare) */
     for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++) {
         size_t cap = CACHE_CLASS_BYTES / slab_geom[k].slot;
-        mag_cap[k] = (uint32_t)(cap < 1 ? 1 : cap > CACHE_MAG_MAX ? CACHE_MAG_MAX : cap);
+        mag_cap[k] = (uint32_t)(cap < CACHE_MAG_MIN   ? CACHE_MAG_MIN
+                                : cap > CACHE_MAG_MAX ? CACHE_MAG_MAX
+                                                      : cap);
         mag_total += mag_cap[k];
     }
     void *pg = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -77,30 +77,41 @@ typedef struct pool_vmm {
  * their pages and free for the application, plus the thread's share of the statistics.  The
  * owner thread pushes and pops without the pool lock inside a "busy" window (pool.c); anyone
  * else touches a cache only holding the pool lock with the fast paths stopped (pool_cache_stop).
- * Bounds: class c holds at most cap(c) = clamp(CACHE_CLASS_BYTES / slot, 1, CACHE_MAG_MAX)
- * blocks, and a cache at most CACHE_BYTES_MAX bytes of slots. */
-/* Bytes of slots one class holds, at most.  256 KiB rather than 128: the classes of 32 KiB and
- * up held 1..4 blocks, so their frees took the lock to flush nearly every time (1,000 live of
- * 512 B..1 MiB, large blocks included: 32 % of pairs took the lock with 128 KiB, 28 % with 256).
- * One process per build, interleaved, untimed mean per pair: 1,000 live 74.6 -> 70.2 ns,
- * 100,000 live of 512 B..256 KiB 161 -> 88 ns (best of 5); 512 KiB no better (71.5, 91.4),
- * 1 MiB and up worse (the cache's CACHE_BYTES_MAX trims). */
+ * Bounds: class c holds at most cap(c) = clamp(CACHE_CLASS_BYTES / slot, CACHE_MAG_MIN,
+ * CACHE_MAG_MAX) blocks, and a cache at most CACHE_BYTES_MAX bytes of slots. */
+/* Bytes of slots one class holds, at most (but see CACHE_MAG_MIN).  256 KiB rather than 128:
+ * the classes of 32 KiB and up held 1..4 blocks, so their frees took the lock to flush nearly
+ * every time (1,000 live of 512 B..1 MiB, large blocks included: 32 % of pairs took the lock
+ * with 128 KiB, 28 % with 256).  One process per build, interleaved, untimed mean per pair:
+ * 1,000 live 74.6 -> 70.2 ns, 100,000 live of 512 B..256 KiB 161 -> 88 ns (best of 5); 512 KiB
+ * no better (71.5, 91.4), 1 MiB and up worse (the cache's CACHE_BYTES_MAX, then 8 MiB, trims). */
 #define CACHE_CLASS_BYTES ((size_t)256 << 10)
 #define CACHE_MAG_MAX 64u /* blocks one class holds, at most */
+/* Blocks one class holds, at least, whatever its slot size.  With one block (slots above
+ * 128 KiB) or two, a class's magazine was empty or full at nearly every call, and those refills
+ * and flushes were 95 % of the small blocks' locked calls (1,000 live of 512 B..256 KiB, counted
+ * by class); at least 8, with flushes of half a magazine, the pairs that took the lock for a
+ * small block fell from 13.5 % to 3.1 % at 1,000 live of 512 B..1 MiB and from 22 % to 5.8 % at
+ * 100,000 live of 512 B..256 KiB (a process of pool/ alone, one thread, 1,000,000 timed pairs).
+ * The price is memory: the largest classes may hold 8 blocks of up to 256 KiB, so a thread may
+ * hold twice as much as before (CACHE_BYTES_MAX), all of it given back before a refusal. */
+#define CACHE_MAG_MIN 8u
 /* Bytes of slots one cache holds, at most.  Passing it trims the cache (pool_cache.c), and
- * those trims were the slowest pairs at 100,000 live: bench_peers p99.9 at 100,000 live 330 ns
- * with 4 MiB, 190-200 with 8, 220 with 16 (where the mean at 1,000,000 live rose 67 -> 88 ns). */
-#define CACHE_BYTES_MAX ((size_t)8 << 20)
+ * those trims are slow pairs: bench_peers p99.9 at 100,000 live was 330 ns with 4 MiB, 190-200
+ * with 8, when classes held at most 256 KiB each (13.6 MiB for the 79 classes).  With
+ * CACHE_MAG_MIN the classes may hold 28.6 MiB in all; 16 MiB keeps trims rare. */
+#define CACHE_BYTES_MAX ((size_t)16 << 20)
 #define CACHE_POOLS 4u /* pools a thread caches for at once */
-#ifndef CACHE_FLUSH_DIV
-#define CACHE_FLUSH_DIV 8u
-#endif
-/* Blocks a full magazine gives back to their pages at once: few, since each may miss the
- * cache three times (a flush is a tail latency); refills take half a magazine, at most
+/* Blocks a full magazine gives back to their pages at once: half of it, at most
+ * CACHE_FLUSH_MAX (each may miss the CPU cache three times: a flush is a tail latency).  Half
+ * rather than an eighth (the earlier rule): a magazine of 8 that gave back one block was full
+ * again at the next free half the time.  Refills take half a magazine too, at most
  * CACHE_REFILL_MAX blocks: a refill is the pair that waits for it (bench_peers, 1,000 live:
  * p99.9 220 -> 190 ns with 8 rather than up to 32; 100,000 live: 500 -> 360; the mean and the
  * threads table unchanged). */
-#define CACHE_FLUSH(cap) ((cap) / CACHE_FLUSH_DIV ? (cap) / CACHE_FLUSH_DIV : 1u)
+#define CACHE_FLUSH_MAX 8u
+#define CACHE_FLUSH(cap) \
+    ((cap) / 2u > CACHE_FLUSH_MAX ? CACHE_FLUSH_MAX : (cap) / 2u ? (cap) / 2u : 1u)
 #define CACHE_REFILL_MAX 8u
 
 typedef struct cache_ent {

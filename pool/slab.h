@@ -60,7 +60,7 @@
  * all.  Larger requests go to the TLSF heap, which rounds to 64 bytes only (a 256 KiB limit
  * measured better minimum pools on the shipped traces than 1 MiB, at the same medians in
  * bench_pool). */
-#define SLAB_MAX ((size_t)1 << 18) /* largest granted size served by a slab */
+#define SLAB_MAX POOL_SLAB_MAX /* largest granted size served by a slab (256 KiB) */
 #ifndef SLAB_STEP_LOG2
 #define SLAB_STEP_LOG2 3u /* 2^3 = 8 classes per power of two (internal waste < 12.5 %) */
 #endif
