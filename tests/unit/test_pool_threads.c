@@ -9,7 +9,8 @@
  * blocks of the pool in their caches, then a new pool at the same address (the stale caches are
  * dropped, never touched: ASan); fork while threads hold cached blocks (the child's checker
  * holds, the child serves, drains and empties its pool); pool_drain_caches and a refusal that
- * needs the blocks other threads hold; 64 threads handing blocks to each other; the same
+ * needs the blocks other threads hold; one thread's cache stays within its bounds while far
+ * more than it may hold passes through it; 64 threads handing blocks to each other; the same
  * with the fenced fallback (no membarrier).  Meant to run under the TSan build too.
  */
 #include <pthread.h>
@@ -493,6 +494,55 @@ static void test_drain_and_refusal(void **state)
     pool_destroy(p);
 }
 
+/* ---- the bounds of one thread's cache ----------------------------------------------------- */
+/* One thread allocates 1,000 blocks of 32..256 KiB (every class of those sizes gets pages), then
+ * frees them in a shuffled order, a sentinel block keeping the pool from emptying: far more
+ * bytes than a cache may hold go through it.  After every free the checker holds and the cache
+ * holds at most CACHE_BYTES_MAX; at the end it holds more than half of that (it was trimmed, not
+ * emptied), and some class of slots above 128 KiB holds more than one block (CACHE_MAG_MIN:
+ * with one block per class those magazines took the lock at nearly every call). */
+#define BOUND_BLOCKS 1000
+static void test_cache_bounds(void **state)
+{
+    (void)state;
+    const size_t size = 1024 * MiB;
+    pool_t *p = pool_create(0x100000000ull, size);
+    assert_non_null(p);
+    uintptr_t sentinel, a[BOUND_BLOCKS];
+    assert_int_equal(pool_alloc(p, 64, 64, &sentinel, NULL), POOL_OK);
+    uint64_t seed = 13;
+    for (int i = 0; i < BOUND_BLOCKS; i++) {
+        size_t g = (32 << 10) + (size_t)(rng_next(&seed) % (224u << 10));
+        assert_int_equal(pool_alloc(p, g, g, &a[i], NULL), POOL_OK);
+    }
+    for (int i = BOUND_BLOCKS - 1; i > 0; i--) { /* Fisher-Yates */
+        int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
+        uintptr_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+    pool_stats_t st;
+    for (int i = 0; i < BOUND_BLOCKS; i++) {
+        assert_int_equal(pool_free(p, a[i], NULL, NULL), POOL_OK);
+        check(p);
+        pool_get_stats(p, &st);
+        assert_true(st.cached_bytes <= CACHE_BYTES_MAX);
+    }
+    assert_true(st.cached_bytes > CACHE_BYTES_MAX / 2);
+    cache_t *c = pool_cache_peek(p);
+    assert_non_null(c);
+    uint32_t most = 0; /* the fullest magazine of a class of slots above 128 KiB */
+    for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++) {
+        assert_true(c->mag[k].cap >= CACHE_MAG_MIN && c->mag[k].cap <= CACHE_MAG_MAX);
+        assert_true(c->mag[k].n <= c->mag[k].cap);
+        if (slab_geom[k].slot > (128u << 10) && c->mag[k].n > most) most = c->mag[k].n;
+    }
+    assert_true(most > 1);
+    assert_int_equal(pool_free(p, sentinel, NULL, NULL), POOL_OK);
+    assert_empty(p, size); /* the last free gave the cache back */
+    pool_destroy(p);
+}
+
 /* ---- many threads handing blocks to each other ------------------------------------------- */
 #define MANY 64
 #define MANY_SLOTS 1024
@@ -621,6 +671,7 @@ int main(void)
         cmocka_unit_test(test_destroy_with_cached),
         cmocka_unit_test(test_fork_with_caches),
         cmocka_unit_test(test_drain_and_refusal),
+        cmocka_unit_test(test_cache_bounds),
         cmocka_unit_test(test_many_threads),
         cmocka_unit_test(test_many_threads_fenced),
         cmocka_unit_test(test_lock_unlock),
