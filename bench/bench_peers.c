@@ -314,16 +314,17 @@ static unsigned char np_path_of(size_t old_size, size_t new_size, uint64_t mw0, 
     return mw1 != mw0 ? PATH_LOCKED : PATH_CACHE;
 }
 
-/* One run: a fresh instance; fill; the warm-up pairs; the mean pass (untimed, wall clock
- * around all of it: exact, free of the timer's resolution); then each pair of the timed pass
- * on its own.  slots[live], ticks[pairs]; for npupool (paths non-NULL: cur[live], path[pairs],
- * tmp[pairs]) also the path of each timed pair. */
+/* What lat_run needs to tell npupool's paths apart. */
 typedef struct path_work {
     size_t *cur;         /* [live] each slot's current size */
     unsigned char *path; /* [pairs] each timed pair's path */
     uint64_t *tmp;       /* [pairs] scratch */
 } path_work_t;
 
+/* One run: a fresh instance; fill; the warm-up pairs; the mean pass (untimed, wall clock
+ * around all of it: exact, free of the timer's resolution); then each pair of the timed pass
+ * on its own.  slots[live], ticks[pairs]; with pw (npupool only) also the path of each timed
+ * pair, in r.path. */
 static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots, uint64_t *ticks,
                      const path_work_t *pw)
 {
