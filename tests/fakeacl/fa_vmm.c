@@ -471,7 +471,7 @@ void fa_release_device_handles_locked(int dev)
     fa_table_walk(&fa_g.physs, release_handle_if_dev, &dev);
 }
 
-/* ---- fork ------------------------------------------------------------------------------------------------------ */
+/* ---- fork ----------------------------------------------------------------------------------------- */
 /* After fa_vmm_fork_child_locked gave the devices new files, every handle is inherited. */
 static int remap_private(struct fa_rec *m, void *ctx)
 {
