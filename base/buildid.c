@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "loader.h"
+
 #define NOTES_MAX 4096 /* bytes of one PT_NOTE segment read from a file */
 
 size_t buildid_from_notes(const void *notes, size_t len, char *hex, size_t cap)
@@ -91,7 +93,7 @@ size_t buildid_of_address(const void *addr, char *hex, size_t cap, char *path, s
     addr_query_t q = {(uintptr_t)addr, hex, cap, path, pathcap, 0, 0};
     if (cap) hex[0] = 0;
     if (path && pathcap) path[0] = 0;
-    dl_iterate_phdr(addr_cb, &q);
+    loader_iterate(addr_cb, &q);
     return q.found;
 }
 

@@ -59,6 +59,7 @@
 #include "clock.h"
 #include "fmt.h"
 #include "ledger_internal.h"
+#include "loader.h"
 #include "log.h"
 #include "path.h"
 #include "rank.h"
@@ -552,14 +553,14 @@ static void checked_advance(uint32_t id)
 LEDGER_FILE_HIDDEN void ledger_file_stack_seen(uint32_t id)
 {
     loader_counts_t c = {0, 0};
-    dl_iterate_phdr(counts_cb, &c);
+    loader_iterate(counts_cb, &c);
     if (c.adds == __atomic_load_n(&lf_adds, __ATOMIC_RELAXED) &&
         c.subs == __atomic_load_n(&lf_subs, __ATOMIC_RELAXED)) {
         checked_advance(id); /* nothing loaded or unloaded: the map is current */
         return;
     }
     module_list_t scan = {0};
-    dl_iterate_phdr(module_scan_cb, &scan); /* the loader's lock, none of npupool's */
+    loader_iterate(module_scan_cb, &scan); /* the loader's lock, none of npupool's */
     pthread_mutex_lock(&lf.lock);
     uint32_t first = __atomic_load_n(&ledger_file_modules_checked, __ATOMIC_RELAXED) + 1;
     modules_merge_locked(&scan, first);
@@ -740,9 +741,9 @@ LEDGER_FILE_HIDDEN int ledger_file_open(const ledger_config_t *cfg)
     pthread_mutex_unlock(&lf.lock);
     if (!first) return 0;
     loader_counts_t c = {0, 0};
-    dl_iterate_phdr(counts_cb, &c);
+    loader_iterate(counts_cb, &c);
     module_list_t scan = {0};
-    dl_iterate_phdr(module_scan_cb, &scan); /* before the file lock: the loader's lock alone */
+    loader_iterate(module_scan_cb, &scan); /* before the file lock: the loader's lock alone */
     char bid[BUILDID_HEX_MAX], self[LFMT_MAX_PATH];
     buildid_of_address((const void *)&ledger_file_open, bid, sizeof bid, self, sizeof self);
     pthread_mutex_lock(&lf.lock);

@@ -70,6 +70,7 @@
 #include "ledger_internal.h"
 #include "ledger_py.h"
 #include "ledger_py_layout.h"
+#include "loader.h"
 #include "log.h"
 
 #define PROBE_EVERY 4096u     /* captures of a thread between looks for a late interpreter */
@@ -635,7 +636,7 @@ static int resolve(void *h, py_rt_t *rt)
         (uintptr_t)info.dli_saddr == rt->eval_lo)
         rt->eval_hi = rt->eval_lo + sym->st_size;
     text_find_t t = {.addr = rt->eval_lo};
-    dl_iterate_phdr(text_cb, &t);
+    loader_iterate(text_cb, &t);
     rt->interp_lo = t.lo;
     rt->interp_hi = t.hi;
     return FOUND_SUPPORTED;
@@ -650,7 +651,7 @@ static void probe(void)
         int found = resolve(RTLD_DEFAULT, &rt);
         if (found == FOUND_NONE) {
             libpy_find_t f = {""};
-            dl_iterate_phdr(libpy_cb, &f);
+            loader_iterate(libpy_cb, &f);
             void *h = f.path[0] ? dlopen(f.path, RTLD_LAZY | RTLD_NOLOAD) : NULL;
             if (h) found = resolve(h, &rt); /* the handle is kept: libpython stays loaded */
         }

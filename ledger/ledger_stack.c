@@ -40,6 +40,7 @@
 #include "ledger_file.h"
 #include "ledger_internal.h"
 #include "ledger_py.h"
+#include "loader.h"
 #include "log.h"
 
 #define DIR_CHUNK 1024u         /* stack pointers per directory chunk */
@@ -298,7 +299,7 @@ static int self_range_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 
 static void self_range_once(void)
 {
-    dl_iterate_phdr(self_range_cb, (void *)(uintptr_t)&ledger_stack_capture);
+    loader_iterate(self_range_cb, (void *)(uintptr_t)&ledger_stack_capture);
 }
 
 LEDGER_HIDDEN void ledger_stack_init(int backtrace_depth, int python_frames)

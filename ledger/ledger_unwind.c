@@ -56,6 +56,7 @@
 #include "elf_dyn.h"
 #include "ledger.h"
 #include "ledger_internal.h"
+#include "loader.h"
 #include "log.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -233,7 +234,7 @@ static int guard_install(void *handle)
     elf_dyn_t t;
     if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map || elf_dyn_read(map, &t) != 0) return -1;
     relro_find_t relro = {.base = (uintptr_t)map->l_addr};
-    dl_iterate_phdr(relro_cb, &relro);
+    loader_iterate(relro_cb, &relro);
     int imports_pipe2 = 0, failed = 0;
     if (t.pltrel_is_rela)
         failed += patch_table(map, &t, t.jmprel, t.jmprel_bytes, &relro, &imports_pipe2);

@@ -20,6 +20,7 @@
 #include "elf_dyn.h"
 #include "ledger.h"
 #include "ledger_py.h"
+#include "loader.h"
 #include "symbolize.h"
 
 /* ---- libdw, loaded on demand ------------------------------------------------------------------ */
@@ -197,7 +198,7 @@ symbolizer_t *symbolize_open(int names)
     s->names = names;
     ssize_t n = readlink("/proc/self/exe", s->exe, sizeof s->exe - 1);
     s->exe[n > 0 ? n : 0] = 0;
-    dl_iterate_phdr(snapshot_cb, s);
+    loader_iterate(snapshot_cb, s);
     if (names && symbolize_have_libdw()) {
         static char *debuginfo_path = NULL;
         static const Dwfl_Callbacks cb_template = {0};

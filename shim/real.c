@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "elf_lookup.h"
+#include "loader.h"
 #include "log.h"
 
 static const char *const real_names[REAL_COUNT] = {
@@ -71,7 +72,7 @@ static void *runtime_handle(void)
         if (known && dladdr(known, &info) && info.dli_fname)
             snprintf(path, sizeof path, "%s", info.dli_fname);
     }
-    if (!path[0]) dl_iterate_phdr(find_runtime_cb, path);
+    if (!path[0]) loader_iterate(find_runtime_cb, path);
     return dlopen(path[0] ? path : "libascendcl.so", RTLD_LAZY | RTLD_NOLOAD);
 }
 
