@@ -23,7 +23,10 @@
  *    mean is exact where the timer's resolution (10 ns on this machine kind's VM) is coarse.
  *    Three runs, interleaved (run 1 of every allocator, then run 2, ...), each a fresh
  *    instance; the table gives the median over the runs of each run's median, p99, p99.9 and
- *    mean.  Then npupool's timed pairs by path (cache, locked, large: enum np_path).
+ *    mean.  Then npupool's timed pairs by path (cache, locked, large: enum np_path), and the
+ *    arena allocators' host metadata after the warm-up, in all and per live block (mallinfo2).
+ *    Nothing of the bench's own runs between npupool's pairs that does not run between a
+ *    peer's: the path needs the freed block's size, which pool_free answers.
  * C. Fragmentation: for each trace (bench/peers/ptrace.h: the tensor trace of bench_frag, a
  *    mixed small/large trace with about 11 live blocks per slab class of npupool, and the
  *    shipped traces/rmm_random.trace), the smallest arena that runs the whole trace without a
@@ -38,6 +41,7 @@
  *        1,000,000-live scenario's live count and the generated traces' lengths (e.g. 0.05 for
  *        a quick look); the default run takes 1 to 3 minutes on 2 loaded cores.
  */
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -68,6 +72,7 @@ typedef struct np_peer {
     size_t last_block; /* first (last_block_size): bytes of the last allocated block (track) */
     pool_t *pool;      /* the pool under test */
     int track;         /* 1: measure each block's bytes */
+    size_t last_freed; /* granted bytes of the block the last free gave back (np_path_of) */
 } np_peer_t;
 
 /* block_size of the two wrappers here: what their last alloc recorded (the only block the
@@ -111,7 +116,8 @@ static int np_alloc(void *c, size_t size, uintptr_t *out)
 }
 static int np_free(void *c, uintptr_t at)
 {
-    return pool_free(((np_peer_t *)c)->pool, at, NULL, NULL) == POOL_OK ? 0 : -1;
+    np_peer_t *n = c;
+    return pool_free(n->pool, at, &n->last_freed, NULL) == POOL_OK ? 0 : -1;
 }
 
 static const peer_ops_t g_npupool = {
@@ -251,6 +257,8 @@ typedef struct lat {
     double mean;                 /* ns, wall time of the untimed pass / its pairs */
     int failed;                  /* an allocation was refused (or the peer is unavailable) */
     path_fig_t path[PATH_COUNT]; /* npupool only: the timed pairs by path */
+    double host_bytes;           /* arena allocators: host memory from malloc after the warm-up
+                                    (the instance's metadata: host_in_use), else 0 */
 } lat_t;
 
 static int scenario_make(scenario_t *sc, uint64_t seed)
@@ -314,12 +322,27 @@ static unsigned char np_path_of(size_t old_size, size_t new_size, uint64_t mw0, 
     return mw1 != mw0 ? PATH_LOCKED : PATH_CACHE;
 }
 
-/* What lat_run needs to tell npupool's paths apart. */
+/* What lat_run needs to tell npupool's paths apart.  The freed block's size comes from the
+ * pool (np_peer_t.last_freed), not from an array of the bench's own: at 1,000,000 live such an
+ * array is 8 MB more of memory read at random between the pairs, which only npupool's runs
+ * would pay for in the CPU caches. */
 typedef struct path_work {
-    size_t *cur;         /* [live] each slot's current size */
     unsigned char *path; /* [pairs] each timed pair's path */
     uint64_t *tmp;       /* [pairs] scratch */
 } path_work_t;
+
+/* Bytes this process has from malloc now (in-use heap plus mmap()ed chunks): an arena
+ * allocator's metadata is the growth from before its create to after its warm-up (the bench's
+ * own arrays are allocated before).  0 where glibc does not say. */
+static size_t host_in_use(void)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+#else
+    return 0;
+#endif
+}
 
 /* One run: a fresh instance; fill; the warm-up pairs; the mean pass (untimed, wall clock
  * around all of it: exact, free of the timer's resolution); then each pair of the timed pass
@@ -329,18 +352,17 @@ static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots
                      const path_work_t *pw)
 {
     lat_t r = {.failed = 1};
+    size_t host0 = host_in_use();
     void *p = o->create(LAT_RANGE);
     if (!p) return r;
     int failed = 0;
     for (size_t i = 0; i < sc->live && !failed; i++) failed = o->alloc(p, sc->fill[i], &slots[i]);
     failed = failed || lat_pass(o, p, sc, slots, 0, sc->warm);
+    size_t host1 = host_in_use();
+    double host_bytes = o->arena && host1 > host0 ? (double)(host1 - host0) : 0;
     double w0 = ptimer_wall_ns();
     failed = failed || lat_pass(o, p, sc, slots, sc->warm, sc->pairs);
     r.mean = (ptimer_wall_ns() - w0) / (double)sc->pairs;
-    if (pw) { /* each slot's size now: the fill, then every pair so far */
-        memcpy(pw->cur, sc->fill, sc->live * sizeof *pw->cur);
-        for (size_t k = 0; k < sc->warm + sc->pairs; k++) pw->cur[sc->slot[k]] = sc->size[k];
-    }
     for (size_t k = 0; k < sc->pairs && !failed; k++) {
         size_t e = sc->warm + sc->pairs + k;
         uint32_t i = sc->slot[e];
@@ -352,8 +374,8 @@ static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots
         uint64_t t1 = ptimer_end();
         ticks[k] = t1 - t0;
         if (pw) {
-            pw->path[k] = np_path_of(pw->cur[i], sc->size[e], mw0, pool_thread_mirror_writes());
-            pw->cur[i] = sc->size[e];
+            pw->path[k] = np_path_of(((const np_peer_t *)p)->last_freed, sc->size[e], mw0,
+                                     pool_thread_mirror_writes());
         }
         failed = rc;
     }
@@ -363,6 +385,7 @@ static lat_t lat_run(const peer_ops_t *o, const scenario_t *sc, uintptr_t *slots
         r.median = ptimer_ns(ptimer_quantile(ticks, sc->pairs, 0.5));
         r.p99 = ptimer_ns(ptimer_quantile(ticks, sc->pairs, 0.99));
         r.p999 = ptimer_ns(ptimer_quantile(ticks, sc->pairs, 0.999));
+        r.host_bytes = host_bytes;
         r.failed = 0;
         /* Host peers must get their blocks back (an arena's destroy drops them all). */
         for (size_t i = 0; i < sc->live; i++) o->free(p, slots[i]);
@@ -412,6 +435,7 @@ static void lat_medians(contender_t *c)
     c->med.p99 = median3(c->run[0].p99, c->run[1].p99, c->run[2].p99);
     c->med.p999 = median3(c->run[0].p999, c->run[1].p999, c->run[2].p999);
     c->med.mean = median3(c->run[0].mean, c->run[1].mean, c->run[2].mean);
+    c->med.host_bytes = median3(c->run[0].host_bytes, c->run[1].host_bytes, c->run[2].host_bytes);
     for (int q = 0; q < PATH_COUNT; q++) {
         path_fig_t *m = &c->med.path[q];
         const lat_t *r = c->run;
@@ -452,10 +476,8 @@ static void lat_scale(scenario_t *sc, contender_t *c, size_t n, summary_t *sum)
     snprintf(range, sizeof range, "%s..%s", human(sc->lo, a, sizeof a), human(sc->hi, b, sizeof b));
     uintptr_t *slots = malloc(sc->live * sizeof *slots);
     uint64_t *ticks = malloc(sc->pairs * sizeof *ticks);
-    path_work_t pw = {malloc(sc->live * sizeof *pw.cur), malloc(sc->pairs),
-                      malloc(sc->pairs * sizeof *pw.tmp)};
-    if (!slots || !ticks || !pw.cur || !pw.path || !pw.tmp ||
-        scenario_make(sc, 0x5eed0000u + sc->live) != 0) {
+    path_work_t pw = {malloc(sc->pairs), malloc(sc->pairs * sizeof *pw.tmp)};
+    if (!slots || !ticks || !pw.path || !pw.tmp || scenario_make(sc, 0x5eed0000u + sc->live) != 0) {
         fprintf(stderr, "bench_peers: out of host memory for %zu live\n", sc->live);
         exit(1);
     }
@@ -484,10 +506,32 @@ static void lat_scale(scenario_t *sc, contender_t *c, size_t n, summary_t *sum)
     sum->live = sc->live;
     free(slots);
     free(ticks);
-    free(pw.cur);
     free(pw.path);
     free(pw.tmp);
     scenario_free(sc);
+}
+
+/* The arena allocators' host metadata in steady state at each scale, per live block. */
+static void metadata_table(const summary_t *sum)
+{
+    printf("\nhost metadata of the arena allocators after the warm-up: bytes from malloc (the "
+           "growth from before the instance was made; npupool's thread cache, mapped on its own, "
+           "not counted), in all and per live block; median over the runs\n");
+    printf("%-24s %-9s %10s %10s\n", "live (sizes)", "allocator", "host MiB", "B/block");
+    for (int k = 0; k < 3; k++) {
+        int first = 1;
+        for (size_t i = 0; i < sum[k].n; i++) {
+            const contender_t *c = &sum[k].c[i];
+            if (!c->ops->arena || c->med.failed || c->med.host_bytes <= 0) continue;
+            double per = c->med.host_bytes / (double)sum[k].live;
+            printf("%-24s %-9s %10.2f %10.1f\n", first ? sum[k].label : "", c->ops->name,
+                   c->med.host_bytes / MiB, per);
+            bench_line("BENCH_PEERS kind=metadata live=%zu alloc=%s host_bytes=%.0f "
+                       "bytes_per_block=%.1f",
+                       sum[k].live, c->ops->name, c->med.host_bytes, per);
+            first = 0;
+        }
+    }
 }
 
 static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
@@ -555,6 +599,7 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
                        "p999_ns=%.1f",
                        sum[s].live, g_path_name[q], f->share, f->median, f->p999);
         }
+    metadata_table(sum);
     const lat_t *np_1k = &sum[0].c[0].med, *np_big = &sum[2].c[0].med;
     printf("npupool at %zu live / npupool at 1,000 live: median %.2f, mean %.2f\n", sc[2].live,
            np_big->median / np_1k->median, np_big->mean / np_1k->mean);
