@@ -39,10 +39,11 @@
  *      of (size - granted) + sum over live slots of (slot - granted) + alignment head + tail
  *      (free counts the blocks in threads' caches);
  *   9. thread caches (with the fast paths stopped): every magazine entry is the start of a
- *      slot of its class whose record says SLAB_SLOT_CACHED, at the record it names, no two
- *      entries the same; the records saying so are exactly as many as the entries, so each
- *      such slot is in exactly one magazine; a cache's counts and bytes equal its magazines',
- *      within their bounds; the statistics are the sums of the pool's and the caches' figures.
+ *      slot of its class whose record says SLAB_SLOT_CACHED, at the record, tag word and page
+ *      it names, no two entries the same; the records saying so are exactly as many as the
+ *      entries, so each such slot is in exactly one magazine; a cache's counts and bytes equal
+ *      its magazines', within their bounds; the statistics are the sums of the pool's and the
+ *      caches' figures.
  *   8. vmm pools: every FREE, LIVE and PAGE block lies in mapped chunks, every VOID block is
  *      chunk aligned, in unmapped chunks only and never next to another VOID block; the void
  *      heap's lists as in 4; the chunk table's mapped chunks times the chunk size equal
@@ -742,7 +743,7 @@ static void check_caches(chk_t *c)
                 cache_ent_t e = k->mag[cl].ent[i];
                 const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
                 long idx = pg ? slab_slot_index(pg, e.addr) : -1;
-                if (idx < 0 || pg->cls != cl || e.rec != &slab_slots(pg)[idx] ||
+                if (idx < 0 || pg->cls != cl || e.pg != pg || e.rec != &slab_slots(pg)[idx] ||
                     e.tag != &slab_tags(pg)[idx] || !slot_cached(pg, (uint32_t)idx))
                     viol(c, "cached block %#lx (class %u) is not a cached slot of its class",
                          (unsigned long)e.addr, cl);
@@ -753,7 +754,7 @@ static void check_caches(chk_t *c)
             cache_ent_t e = p->xfer[cl].ent[i];
             const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
             long idx = pg ? slab_slot_index(pg, e.addr) : -1;
-            if (idx < 0 || pg->cls != cl || e.rec != &slab_slots(pg)[idx] ||
+            if (idx < 0 || pg->cls != cl || e.pg != pg || e.rec != &slab_slots(pg)[idx] ||
                 e.tag != &slab_tags(pg)[idx] || !slot_cached(pg, (uint32_t)idx))
                 viol(c, "transfer-cache block %#lx (class %u) is not a cached slot of its class",
                      (unsigned long)e.addr, cl);

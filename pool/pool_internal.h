@@ -118,11 +118,12 @@ typedef struct cache_ent {
     uintptr_t addr;   /* the slot's address */
     slab_slot_t *rec; /* its record (SLAB_SLOT_CACHED while here) */
     uint32_t *tag;    /* its tag word (slab_tags) */
+    slab_page_t *pg;  /* its page (live while the slot is cached: the page counts the slot) */
 } cache_ent_t;
 /* The entry of slot idx of pg (at addr). */
-static inline cache_ent_t cache_ent_of(const slab_page_t *pg, long idx, uintptr_t addr)
+static inline cache_ent_t cache_ent_of(slab_page_t *pg, long idx, uintptr_t addr)
 {
-    return (cache_ent_t){addr, &slab_slots(pg)[idx], &slab_tags(pg)[idx]};
+    return (cache_ent_t){addr, &slab_slots(pg)[idx], &slab_tags(pg)[idx], pg};
 }
 
 /* One class of a cache, on a cache line of its own: the magazine and the thread's share of

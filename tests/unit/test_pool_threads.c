@@ -543,6 +543,51 @@ static void test_cache_bounds(void **state)
     pool_destroy(p);
 }
 
+/* A magazine entry names its page (flushes give the slot back through it, never looking the
+ * address up): the checker must refuse an entry whose page is another one, and accept it again
+ * once put right. */
+static void test_checker_sees_wrong_page(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x100000000ull, 64 * MiB);
+    assert_non_null(p);
+    enum { EACH = 16 }; /* live blocks per class: enough for pages (SLAB_PAGE_MIN_LIVE) */
+    uintptr_t a[2][EACH];
+    for (int i = 0; i < EACH; i++) {
+        assert_int_equal(pool_alloc(p, 64, 64, &a[0][i], NULL), POOL_OK);
+        assert_int_equal(pool_alloc(p, 4096, 4096, &a[1][i], NULL), POOL_OK);
+    }
+    uintptr_t small = a[0][EACH - 1], big = a[1][EACH - 1];
+    assert_int_equal(pool_free(p, small, NULL, NULL), POOL_OK);
+    assert_int_equal(pool_free(p, big, NULL, NULL), POOL_OK);
+    check(p);
+    cache_t *c = pool_cache_peek(p);
+    assert_non_null(c);
+    cache_ent_t *e_small = NULL, *e_big = NULL;
+    for (unsigned k = 0; k < SLAB_CACHE_CLASSES; k++)
+        for (uint32_t i = 0; i < c->mag[k].n; i++) {
+            if (c->mag[k].ent[i].addr == small) e_small = &c->mag[k].ent[i];
+            if (c->mag[k].ent[i].addr == big) e_big = &c->mag[k].ent[i];
+        }
+    assert_non_null(e_small);
+    assert_non_null(e_big);
+    assert_ptr_not_equal(e_small->pg, e_big->pg);
+    slab_page_t *right = e_small->pg;
+    e_small->pg = e_big->pg;
+    char why[256];
+    assert_true(pool_check(p, why, sizeof why) > 0);
+    assert_non_null(strstr(why, "is not a cached slot of its class"));
+    e_small->pg = right;
+    check(p);
+    for (int i = 0; i < EACH - 1; i++) {
+        assert_int_equal(pool_free(p, a[0][i], NULL, NULL), POOL_OK);
+        assert_int_equal(pool_free(p, a[1][i], NULL, NULL), POOL_OK);
+        check(p);
+    }
+    assert_empty(p, 64 * MiB);
+    pool_destroy(p);
+}
+
 /* ---- many threads handing blocks to each other ------------------------------------------- */
 #define MANY 64
 #define MANY_SLOTS 1024
@@ -672,6 +717,7 @@ int main(void)
         cmocka_unit_test(test_fork_with_caches),
         cmocka_unit_test(test_drain_and_refusal),
         cmocka_unit_test(test_cache_bounds),
+        cmocka_unit_test(test_checker_sees_wrong_page),
         cmocka_unit_test(test_many_threads),
         cmocka_unit_test(test_many_threads_fenced),
         cmocka_unit_test(test_lock_unlock),
