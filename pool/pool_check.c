@@ -136,6 +136,17 @@ static int slot_cached(const slab_page_t *pg, uint32_t i)
            slab_slots(pg)[i] == SLAB_SLOT_CACHED;
 }
 
+/* 1 when entry e (of a magazine or transfer cache of class cl) starts a cached slot of that
+ * class and is exactly the entry cache_ent_of makes for it: its record, tag word and page. */
+static int ent_names_cached_slot(const pool_t *p, cache_ent_t e, unsigned cl)
+{
+    slab_page_t *pg = slab_page_of(&p->slab, e.addr);
+    long idx = pg ? slab_slot_index(pg, e.addr) : -1;
+    if (idx < 0 || pg->cls != cl || !slot_cached(pg, (uint32_t)idx)) return 0;
+    cache_ent_t want = cache_ent_of(pg, idx, e.addr);
+    return e.rec == want.rec && e.tag == want.tag && e.pg == want.pg;
+}
+
 static void ext_slot_run(chk_t *c, size_t bytes)
 {
     ext_record(&c->ext, bytes);
@@ -741,10 +752,7 @@ static void check_caches(chk_t *c)
         for (unsigned cl = 0; cl < SLAB_CACHE_CLASSES; cl++)
             for (uint32_t i = 0; i < k->mag[cl].n && i < k->mag[cl].cap; i++) {
                 cache_ent_t e = k->mag[cl].ent[i];
-                const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
-                long idx = pg ? slab_slot_index(pg, e.addr) : -1;
-                if (idx < 0 || pg->cls != cl || e.pg != pg || e.rec != &slab_slots(pg)[idx] ||
-                    e.tag != &slab_tags(pg)[idx] || !slot_cached(pg, (uint32_t)idx))
+                if (!ent_names_cached_slot(p, e, cl))
                     viol(c, "cached block %#lx (class %u) is not a cached slot of its class",
                          (unsigned long)e.addr, cl);
                 if (all && at < total) all[at++] = e.addr;
@@ -752,10 +760,7 @@ static void check_caches(chk_t *c)
     for (unsigned cl = 0; p->xfer && cl < SLAB_CACHE_CLASSES; cl++)
         for (uint32_t i = 0; i < p->xfer[cl].n && i < p->xfer[cl].cap; i++) {
             cache_ent_t e = p->xfer[cl].ent[i];
-            const slab_page_t *pg = slab_page_of(&p->slab, e.addr);
-            long idx = pg ? slab_slot_index(pg, e.addr) : -1;
-            if (idx < 0 || pg->cls != cl || e.pg != pg || e.rec != &slab_slots(pg)[idx] ||
-                e.tag != &slab_tags(pg)[idx] || !slot_cached(pg, (uint32_t)idx))
+            if (!ent_names_cached_slot(p, e, cl))
                 viol(c, "transfer-cache block %#lx (class %u) is not a cached slot of its class",
                      (unsigned long)e.addr, cl);
             if (all && at < total) all[at++] = e.addr;

@@ -114,6 +114,9 @@ typedef struct pool_vmm {
 _Static_assert(CACHE_MAG_MIN >= 2, "a full magazine gives at least one block back");
 #define CACHE_REFILL_MAX 8u
 
+/* A cached slot.  Everything but addr follows from it (cache_ent_of); it is kept so that the
+ * fast paths and the flushes never read the page's geometry to find it, and pool_check
+ * compares each entry with what cache_ent_of makes. */
 typedef struct cache_ent {
     uintptr_t addr;   /* the slot's address */
     slab_slot_t *rec; /* its record (SLAB_SLOT_CACHED while here) */
