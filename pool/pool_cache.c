@@ -13,7 +13,7 @@
  * and pool_walk count it as a free slot, never as live).  The owner pops and pushes without the
  * pool lock; a magazine that is empty is refilled under the lock with up to cap/2 (rounded up,
  * at most CACHE_REFILL_MAX) slots of its class (from the class's partial pages, or at most one
- * page made for it), a full one gives its oldest CACHE_FLUSH(cap) back, and a cache about to pass
+ * page made for it; within a page from the lane it took from last, slab.h: lanes), a full one gives its oldest CACHE_FLUSH(cap) back, and a cache about to pass
  * CACHE_BYTES_MAX (16 MiB) of slots gives half of its magazines back, one after the other, until
  * it would not.  So one thread hoards at most 16 MiB of one pool.  Statistics of small blocks are
  * kept in the cache of the thread that allocated or freed them and summed when read.
@@ -267,8 +267,11 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
                     if (!pg) break;
                 }
             }
-            uintptr_t a = slab_slot_take_cached(&p->slab, pg);
-            long idx = slab_slot_index(pg, a);
+            /* a lane of this cache's own (slab.h: lanes) */
+            uint32_t idx = slab_lane_pick(pg, pg == m->lane_pg ? m->lane : SLAB_LANE_NONE);
+            uintptr_t a = slab_slot_take_cached(&p->slab, pg, idx);
+            m->lane_pg = pg;
+            m->lane = idx / SLAB_LANE;
             m->ent[m->n++] = cache_ent_of(pg, idx, a);
         }
         if (m->n == 0) return 0;

@@ -246,7 +246,8 @@ static void check_page(chk_t *c, const desc_t *b)
     const slab_geom_t *g = &slab_geom[pg->cls];
     if (pg->slot != g->slot || pg->nslots < g->min_slots || pg->nslots > g->max_slots ||
         pg->inv != g->inv || pg->nwords != (pg->nslots + 63) / 64 ||
-        pg->span != (size_t)g->slot * pg->nslots || pg->span < SLAB_PAGE_MIN) {
+        pg->recw != slab_rec_words(pg->nwords) || pg->span != (size_t)g->slot * pg->nslots ||
+        pg->span < SLAB_PAGE_MIN) {
         viol(c, "page %#lx: geometry differs from class %u", (unsigned long)pg->addr, pg->cls);
         return;
     }

@@ -132,15 +132,17 @@ static inline cache_ent_t cache_ent_of(slab_page_t *pg, long idx, uintptr_t addr
 /* One class of a cache, on a cache line of its own: the magazine and the thread's share of
  * the class's statistics (the user buckets are unions of whole classes: bucket_of(slot)). */
 typedef struct cache_mag {
-    _Alignas(64) uint32_t n; /* blocks held: ent[0..n) (oldest first) */
-    uint32_t cap;            /* most blocks held */
-    uint32_t slot;           /* bytes per slot of the class (immutable) */
-    uint32_t pad;            /* unused */
-    cache_ent_t *ent;        /* [cap] */
-    uint64_t allocs;         /* allocations of the class counted here */
-    uint64_t frees;          /* frees counted here (live here = allocs - frees, may wrap) */
-    size_t live_bytes;       /* granted bytes allocated - freed here (wraps) */
+    _Alignas(64) uint32_t n;    /* blocks held: ent[0..n) (oldest first) */
+    uint32_t cap;               /* most blocks held */
+    uint32_t slot;              /* bytes per slot of the class (immutable) */
+    uint32_t lane;              /* the lane of lane_pg the last refill took from (a hint) */
+    cache_ent_t *ent;           /* [cap] */
+    uint64_t allocs;            /* allocations of the class counted here */
+    uint64_t frees;             /* frees counted here (live here = allocs - frees, may wrap) */
+    size_t live_bytes;          /* granted bytes allocated - freed here (wraps) */
+    const slab_page_t *lane_pg; /* that page; only compared, never read (may be gone) */
 } cache_mag_t;
+_Static_assert(sizeof(cache_mag_t) == 64, "a magazine's line holds all of it");
 
 /* A pool's transfer cache of one class: a stack of slots (taken from their pages, records
  * SLAB_SLOT_CACHED) that threads' magazines hand over and take back in halves, under a

@@ -284,8 +284,9 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     if (!f || gran_leaves(s, f->addr + f->size - span, span) != 0) return NULL;
     uint32_t id = id_peek(s);
     if (!id) return NULL;
-    size_t bytes = sizeof(slab_page_t) + nwords * sizeof(uint64_t) + n * sizeof(slab_slot_t) +
-                   n * sizeof(uint32_t); /* the tags */
+    uint32_t recw = slab_rec_words(nwords);
+    size_t bytes = sizeof(slab_page_t) + recw * sizeof(uint64_t) +
+                   slab_lane_round(n) * sizeof(slab_slot_t) + n * sizeof(uint32_t); /* tags */
     unsigned order;
     slab_page_t *pg = page_mem_get(s, bytes, &order);
     if (!pg) return NULL;
@@ -310,6 +311,7 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     __atomic_store_n(&pg->nslots, n, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->cls, (uint16_t)c, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->nwords, (uint8_t)nwords, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->recw, (uint8_t)recw, __ATOMIC_RELAXED);
     pg->dirty = 1; /* its runs (all zero) are in the sums as they are */
     pg->blk = blk;
     pg->id = id;
@@ -318,7 +320,9 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
         pg->bits[w] = left >= 64 ? ~0ull : (1ull << left) - 1;
     }
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
-    memset(slab_slots(pg), 0xff, n * sizeof(slab_slot_t)); /* SLAB_SLOT_FREE */
+    debug_assert_internal((uintptr_t)slab_slots(pg) % 64 == 0 &&
+                          (uintptr_t)slab_tags(pg) % 64 == 0);
+    memset(slab_slots(pg), 0xff, slab_lane_round(n) * sizeof(slab_slot_t)); /* SLAB_SLOT_FREE */
     s->page_by_id[id] = pg;
     s->last_addr = pg->addr;
     gran_set(s, pg, 1);

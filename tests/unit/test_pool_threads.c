@@ -10,7 +10,8 @@
  * dropped, never touched: ASan); fork while threads hold cached blocks (the child's checker
  * holds, the child serves, drains and empties its pool); pool_drain_caches and a refusal that
  * needs the blocks other threads hold; one thread's cache stays within its bounds while far
- * more than it may hold passes through it; 64 threads handing blocks to each other; the same
+ * more than it may hold passes through it; two threads refilling from one page take lanes
+ * of their own; 64 threads handing blocks to each other; the same
  * with the fenced fallback (no membarrier).  Meant to run under the TSan build too.
  */
 #include <pthread.h>
@@ -588,6 +589,89 @@ static void test_checker_sees_wrong_page(void **state)
     pool_destroy(p);
 }
 
+/* ---- lanes: threads refilling from one page write lines of their own ------------------------ */
+#define LANE_TURNS 6 /* turns of each thread */
+#define LANE_BATCH 8 /* allocations per turn: one refill's worth (CACHE_REFILL_MAX) */
+typedef struct lane_run {
+    pool_t *pool;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int turn; /* whose turn: 0 or 1 */
+    uintptr_t got[2][LANE_TURNS * LANE_BATCH];
+    int errors;
+} lane_run_t;
+typedef struct lane_arg {
+    lane_run_t *run;
+    int me;
+} lane_arg_t;
+
+static void *lane_main(void *arg)
+{
+    lane_arg_t *a = arg;
+    lane_run_t *r = a->run;
+    for (int t = 0; t < LANE_TURNS; t++) {
+        pthread_mutex_lock(&r->mu);
+        while (r->turn != a->me) pthread_cond_wait(&r->cv, &r->mu);
+        for (int i = 0; i < LANE_BATCH; i++)
+            if (pool_alloc(r->pool, 64, 64, &r->got[a->me][t * LANE_BATCH + i], NULL) != POOL_OK)
+                r->errors++;
+        r->turn = !a->me;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
+    return NULL;
+}
+
+/* Two threads take turns allocating from one class, one refill per turn: their slots never
+ * share a lane (a record line, a tag line) while the page has lanes no slot was taken from
+ * (slab.h: lanes).  Taking the lowest free slot instead mixes them from the second turn on. */
+static void test_refill_lanes(void **state)
+{
+    (void)state;
+    pool_t *p = pool_create(0x100000000ull, 64 * MiB);
+    assert_non_null(p);
+    uintptr_t first[SLAB_PAGE_MIN_LIVE]; /* this thread's: the class gets its page */
+    for (unsigned i = 0; i < SLAB_PAGE_MIN_LIVE; i++)
+        assert_int_equal(pool_alloc(p, 64, 64, &first[i], NULL), POOL_OK);
+    lane_run_t run = {.pool = p, .turn = 0};
+    pthread_mutex_init(&run.mu, NULL);
+    pthread_cond_init(&run.cv, NULL);
+    lane_arg_t args[2] = {{&run, 0}, {&run, 1}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, lane_main, &args[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    assert_int_equal(run.errors, 0);
+    check(p);
+    const slab_page_t *page = NULL;
+    for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++) {
+        for (int w = 0; w < 2; w++) {
+            const slab_page_t *pg = slab_page_of(&p->slab, run.got[w][i]);
+            assert_non_null(pg); /* a slab slot, one page for all */
+            if (!page) page = pg;
+            assert_ptr_equal(pg, page);
+        }
+        for (int j = 0; j < LANE_TURNS * LANE_BATCH; j++) {
+            long a = slab_slot_index(page, run.got[0][i]), b = slab_slot_index(page, run.got[1][j]);
+            assert_true(a >= 0 && b >= 0);
+            if (a / SLAB_LANE == b / SLAB_LANE)
+                fail_msg("slots %ld and %ld of the two threads share lane %ld", a, b,
+                         a / SLAB_LANE);
+        }
+    }
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++) {
+            assert_int_equal(pool_free(p, run.got[w][i], NULL, NULL), POOL_OK);
+            check(p);
+        }
+    for (unsigned i = 0; i < SLAB_PAGE_MIN_LIVE; i++)
+        assert_int_equal(pool_free(p, first[i], NULL, NULL), POOL_OK);
+    assert_empty(p, 64 * MiB);
+    pthread_cond_destroy(&run.cv);
+    pthread_mutex_destroy(&run.mu);
+    pool_destroy(p);
+}
+
 /* ---- many threads handing blocks to each other ------------------------------------------- */
 #define MANY 64
 #define MANY_SLOTS 1024
@@ -718,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_drain_and_refusal),
         cmocka_unit_test(test_cache_bounds),
         cmocka_unit_test(test_checker_sees_wrong_page),
+        cmocka_unit_test(test_refill_lanes),
         cmocka_unit_test(test_many_threads),
         cmocka_unit_test(test_many_threads_fenced),
         cmocka_unit_test(test_lock_unlock),
