@@ -251,7 +251,7 @@ static uint32_t *tag_word_locked(pool_t *p, uintptr_t addr)
 {
     slab_page_t *pg = slab_page_of(&p->slab, addr);
     debug_assert_internal(pg != NULL);
-    return &slab_tags(pg)[slab_slot_index(pg, addr)];
+    return slab_tag(pg, (size_t)slab_slot_index(pg, addr));
 }
 
 /* Everything but a thread cache, under the lock: 1 when a block was found. */
@@ -395,7 +395,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
         if (idx < 0) {
             rc = POOL_ENOTLIVE;
         } else {
-            slab_slot_t s = slab_slots(pg)[idx];
+            slab_slot_t s = *slab_rec(pg, (size_t)idx);
             size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
             int escaped = (s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE;
             if (escaped) {
@@ -405,7 +405,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
             }
             if (granted_out) *granted_out = g;
             if (requested_out) *requested_out = r;
-            if (tell) tell(ctx, __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED), 1);
+            if (tell) tell(ctx, __atomic_load_n(slab_tag(pg, (size_t)idx), __ATOMIC_RELAXED), 1);
             if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
                 pool_cache_push(p, c, pg, (uint32_t)idx, addr);
                 pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
@@ -463,11 +463,11 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
     slab_page_t *pg = slab_page_of(&p->slab, addr);
     if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
         long idx = slab_slot_index(pg, addr);
-        slab_slot_t *rec = idx >= 0 ? &slab_slots(pg)[idx] : NULL;
+        slab_slot_t *rec = idx >= 0 ? slab_rec(pg, (size_t)idx) : NULL;
         slab_slot_t s = rec ? __atomic_load_n(rec, __ATOMIC_RELAXED) : SLAB_SLOT_FREE;
         int live = slab_record_live(s) && (s >> SLAB_SLOT_GBITS) != SLAB_REQ_ESCAPE;
         if (live && tell) { /* still live: nobody else can be handed it yet */
-            tell(ctx, __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED), 0);
+            tell(ctx, __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED), 0);
             tell = NULL;
         }
         if (live && (c || (c = pool_cache_lookup(p)) != NULL) && pool_cache_enter(p, c)) {
@@ -479,7 +479,7 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
             if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1)) {
                 size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
                 slab_record_set(rec, SLAB_SLOT_CACHED);
-                m->ent[m->n++] = cache_ent_of(pg, idx, addr);
+                m->ent[m->n++] = cache_ent_rec(pg, rec, addr);
                 c->ncached++;
                 c->bytes += slot;
                 /* counted in the class of its size (a request may have been served from a
@@ -518,9 +518,10 @@ int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
     slab_page_t *pg = slab_page_of(&p->slab, addr);
     if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
         long idx = slab_slot_index(pg, addr);
-        if (idx < 0 || !slab_record_live(__atomic_load_n(&slab_slots(pg)[idx], __ATOMIC_RELAXED)))
+        if (idx < 0 ||
+            !slab_record_live(__atomic_load_n(slab_rec(pg, (size_t)idx), __ATOMIC_RELAXED)))
             return POOL_ENOTLIVE;
-        *tag = __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED);
+        *tag = __atomic_load_n(slab_tag(pg, (size_t)idx), __ATOMIC_RELAXED);
         return POOL_OK;
     }
     lock_acquire(&p->lock);
@@ -530,7 +531,7 @@ int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
     if ((pg = slab_page_of(&p->slab, addr)) != NULL) {
         long idx = slab_slot_live(pg, addr);
         if (idx >= 0) {
-            *tag = __atomic_load_n(&slab_tags(pg)[idx], __ATOMIC_RELAXED);
+            *tag = __atomic_load_n(slab_tag(pg, (size_t)idx), __ATOMIC_RELAXED);
             rc = POOL_OK;
         }
     } else if (addrmap_get(&p->live, addr, &v)) {
@@ -552,7 +553,7 @@ int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requeste
     if (pg) {
         long idx = slab_slot_live(pg, addr);
         if (idx >= 0) {
-            slab_slot_t s = slab_slots(pg)[idx];
+            slab_slot_t s = *slab_rec(pg, (size_t)idx);
             if (granted) *granted = slab_slot_granted(s);
             if (requested) *requested = slab_slot_requested(&p->slab, s, addr);
             rc = POOL_OK;

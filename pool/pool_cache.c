@@ -154,7 +154,7 @@ void pool_cache_go(pool_t *p)
 static void give_back(pool_t *p, cache_ent_t e)
 {
     debug_assert_internal(e.pg == slab_page_of(&p->slab, e.addr) && *e.rec == SLAB_SLOT_CACHED);
-    slab_slot_give(&p->slab, e.pg, (uint32_t)(e.rec - slab_slots(e.pg)));
+    slab_slot_give(&p->slab, e.pg, slab_rec_slot(e.pg, e.rec));
 }
 
 /* Blocks given back together (a flush, a trim, a drain) were freed at random times into
@@ -174,7 +174,7 @@ static void give_back_prefetch(const cache_ent_t *e, uint32_t n)
         __builtin_prefetch(e[i].rec, 1);
     }
     for (uint32_t i = 0; i < n; i++) {
-        size_t idx = (size_t)(e[i].rec - slab_slots(e[i].pg));
+        size_t idx = slab_rec_slot(e[i].pg, e[i].rec);
         __builtin_prefetch(&e[i].pg->bits[idx >> 6], 1);
     }
 }
@@ -271,7 +271,7 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
             uint32_t idx = slab_lane_pick(pg, pg == m->lane_pg ? m->lane : SLAB_LANE_NONE);
             uintptr_t a = slab_slot_take_cached(&p->slab, pg, idx);
             m->lane_pg = pg;
-            m->lane = idx / SLAB_LANE;
+            m->lane = idx / slab_lane_width(pg);
             m->ent[m->n++] = cache_ent_of(pg, idx, a);
         }
         if (m->n == 0) return 0;
@@ -301,9 +301,9 @@ void pool_cache_push(pool_t *p, cache_t *c, slab_page_t *pg, uint32_t idx, uintp
     debug_assert_internal(k < SLAB_CACHE_CLASSES);
     if (m->n == m->cap) flush_oldest(p, c, k, CACHE_FLUSH(m->cap));
     if (c->bytes + pg->slot > CACHE_BYTES_MAX) trim(p, c, pg->slot); /* pg keeps the slot */
-    slab_slot_t *rec = &slab_slots(pg)[idx];
+    slab_slot_t *rec = slab_rec(pg, idx);
     slab_record_set(rec, SLAB_SLOT_CACHED);
-    m->ent[m->n++] = cache_ent_of(pg, idx, addr);
+    m->ent[m->n++] = cache_ent_rec(pg, rec, addr);
     c->ncached++;
     c->bytes += pg->slot;
 }

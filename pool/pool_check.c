@@ -133,7 +133,7 @@ static void ext_flush(chk_t *c)
 static int slot_cached(const slab_page_t *pg, uint32_t i)
 {
     return pg->cls < SLAB_CACHE_CLASSES && !(pg->bits[i >> 6] >> (i & 63) & 1) &&
-           slab_slots(pg)[i] == SLAB_SLOT_CACHED;
+           *slab_rec(pg, i) == SLAB_SLOT_CACHED;
 }
 
 /* 1 when entry e (of a magazine or transfer cache of class cl) starts a cached slot of that
@@ -246,8 +246,9 @@ static void check_page(chk_t *c, const desc_t *b)
     const slab_geom_t *g = &slab_geom[pg->cls];
     if (pg->slot != g->slot || pg->nslots < g->min_slots || pg->nslots > g->max_slots ||
         pg->inv != g->inv || pg->nwords != (pg->nslots + 63) / 64 ||
-        pg->recw != slab_rec_words(pg->nwords) || pg->span != (size_t)g->slot * pg->nslots ||
-        pg->span < SLAB_PAGE_MIN) {
+        pg->recw != slab_rec_words(pg->nwords) || pg->rshift != slab_rec_shift(pg->nslots) ||
+        pg->tagoff != slab_rec_bytes(pg->nslots, pg->rshift) ||
+        pg->span != (size_t)g->slot * pg->nslots || pg->span < SLAB_PAGE_MIN) {
         viol(c, "page %#lx: geometry differs from class %u", (unsigned long)pg->addr, pg->cls);
         return;
     }
@@ -263,14 +264,14 @@ static void check_page(chk_t *c, const desc_t *b)
         free_bits += (uint32_t)__builtin_popcountll(word);
         for (uint64_t f = word; f && pg->cls < SLAB_CACHE_CLASSES; f &= f - 1) {
             uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(f);
-            if (slab_slots(pg)[i] != SLAB_SLOT_FREE)
+            if (*slab_rec(pg, i) != SLAB_SLOT_FREE)
                 viol(c, "slot %#lx: free, but its record says %#x",
-                     (unsigned long)(pg->addr + (uintptr_t)i * pg->slot), slab_slots(pg)[i]);
+                     (unsigned long)(pg->addr + (uintptr_t)i * pg->slot), *slab_rec(pg, i));
         }
         uint64_t live = ~word & (left >= 64 ? ~0ull : (1ull << left) - 1);
         for (; live; live &= live - 1) {
             uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(live);
-            slab_slot_t s = slab_slots(pg)[i];
+            slab_slot_t s = *slab_rec(pg, i);
             uintptr_t a = pg->addr + (uintptr_t)i * pg->slot;
             if (slot_cached(pg, i)) { /* free for the application: item 9 */
                 c->s.cached++;

@@ -203,11 +203,11 @@ static int walk_page(walker_t *w, const slab_page_t *pg)
             uint32_t j = slab_next_live(pg, i);
             r = w->cb(w->ctx, a, (size_t)(j - i) * pg->slot, POOL_EXTENT_SLOTS);
             i = j;
-        } else if (pg->cls < SLAB_CACHE_CLASSES && slab_slots(pg)[i] == SLAB_SLOT_CACHED) {
+        } else if (pg->cls < SLAB_CACHE_CLASSES && *slab_rec(pg, i) == SLAB_SLOT_CACHED) {
             r = w->cb(w->ctx, a, pg->slot, POOL_EXTENT_SLOTS); /* free for the application */
             i++;
         } else {
-            r = w->cb(w->ctx, a, slab_slot_granted(slab_slots(pg)[i]), POOL_EXTENT_LIVE);
+            r = w->cb(w->ctx, a, slab_slot_granted(*slab_rec(pg, i)), POOL_EXTENT_LIVE);
             i++;
         }
     }

@@ -285,8 +285,8 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     uint32_t id = id_peek(s);
     if (!id) return NULL;
     uint32_t recw = slab_rec_words(nwords);
-    size_t bytes = sizeof(slab_page_t) + recw * sizeof(uint64_t) +
-                   slab_lane_round(n) * sizeof(slab_slot_t) + n * sizeof(uint32_t); /* tags */
+    size_t bytes =
+        sizeof(slab_page_t) + recw * sizeof(uint64_t) + 2 * slab_rec_bytes(n, slab_rec_shift(n));
     unsigned order;
     slab_page_t *pg = page_mem_get(s, bytes, &order);
     if (!pg) return NULL;
@@ -312,6 +312,8 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     __atomic_store_n(&pg->cls, (uint16_t)c, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->nwords, (uint8_t)nwords, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->recw, (uint8_t)recw, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->rshift, (uint8_t)slab_rec_shift(n), __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->tagoff, (uint32_t)slab_rec_bytes(n, slab_rec_shift(n)), __ATOMIC_RELAXED);
     pg->dirty = 1; /* its runs (all zero) are in the sums as they are */
     pg->blk = blk;
     pg->id = id;
@@ -320,9 +322,9 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
         pg->bits[w] = left >= 64 ? ~0ull : (1ull << left) - 1;
     }
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
-    debug_assert_internal((uintptr_t)slab_slots(pg) % 64 == 0 &&
-                          (uintptr_t)slab_tags(pg) % 64 == 0);
-    memset(slab_slots(pg), 0xff, slab_lane_round(n) * sizeof(slab_slot_t)); /* SLAB_SLOT_FREE */
+    debug_assert_internal((uintptr_t)slab_rec(pg, 0) % 64 == 0 &&
+                          (uintptr_t)slab_tag(pg, 0) % 64 == 0);
+    memset(slab_rec(pg, 0), 0xff, slab_rec_bytes(n, pg->rshift)); /* SLAB_SLOT_FREE */
     s->page_by_id[id] = pg;
     s->last_addr = pg->addr;
     gran_set(s, pg, 1);

@@ -37,11 +37,12 @@
  * bounce it) and one 4-byte slot record; an alloc under the lock the class, the head page's
  * state line (live count, summary, the first 6 bitmap words), one bitmap word and one record;
  * a thread's cache touches only the record of the slot it hands out or takes back.  The records
- * and the tags start a cache line each, and a thread cache's refill takes slots from a lane (16
- * slots: one record line, one tag line) of its own while the page has untouched lanes
- * (slab_lane_pick), so the fast paths of two threads allocating from one page do not write one
- * line (two threads sharing pages: the load of the freed slot's record took 60 % of a free's
- * perf samples before lanes, 21 % with them).
+ * and the tags start a cache line each, a page has at least 4 lanes (slots whose records share
+ * a line: 16, or fewer on a small page, below), and a thread cache's refill takes slots from a
+ * lane of its own while the page has untouched lanes (slab_lane_pick), so the fast paths of
+ * two threads allocating from one page do not write one line (two threads, each with 1,000
+ * blocks of 64 B - 64 KiB on shared pages: the load of the freed slot's record took 60 % of a
+ * free's perf samples when refills took the lowest free slots).
  * Invariants (pool_check): a page's bitmap has nslots - live bits set and none past nslots;
  * summary bit w <=> bits[w] != 0; a page is on its class's partial list iff 0 < live < nslots;
  * a page with live == 0 exists only on its class's cached list (<= SLAB_CACHE_PAGES); every
@@ -163,27 +164,51 @@ struct slab_page {
     uint16_t cls;                /* class index */
     uint8_t nwords;              /* bitmap words */
     uint8_t recw;                /* words from bits[] to the records (slab_rec_words) */
+    uint8_t rshift;              /* log2 of the bytes from one slot's record (and tag) to the
+                                    next: slab_rec_shift(nslots) */
+    uint32_t tagoff;             /* bytes from a slot's record to its tag: slab_rec_bytes */
     /* state, under the pool lock: the alloc path's line */
     _Alignas(64) uint32_t live; /* slots taken (live, or in a thread's cache) */
     uint8_t dirty;              /* 1: `runs` is stale (a slot changed since it was computed) */
     uint64_t summary;           /* bit w set iff bits[w] != 0 */
     uint64_t bits[];            /* [nwords] bit set = slot free; bits past nslots are 0; then,
-                                    from the next cache line (recw words from bits),
-                                    slab_slot_t[slab_lane_round(nslots)], the sizes of the live
-                                    slots; then uint32_t[nslots], the live slots' tags
-                                    (pool_alloc_tagged) */
+                                    from the next cache line (recw words from bits), the sizes
+                                    of the live slots (slab_rec), then their tags (slab_tag,
+                                    pool_alloc_tagged): slab_rec_bytes each */
 };
 
-/* Lanes: the slots whose records share one cache line (and whose tags share one): slots
- * [16 l, 16 l + 16) of a page are lane l.  The records and the tags start a line each, so a
- * thread cache that refills from a lane of its own (pool_cache_refill, slab_lane_pick) writes
- * lines no other thread's fast path writes. */
-#define SLAB_LANE 16u /* 64 / sizeof(slab_slot_t) */
+/* Lanes: the slots whose records share one cache line (and whose tags share one): a page's
+ * records (and tags) are 2^rshift bytes apart, so lane l is slots [l w, l w + w) with
+ * w = 64 >> rshift slots.  w is as large as a line allows (16: 4-byte records side by side)
+ * when the page has at least 4 x 16 slots; a smaller page gets narrower lanes (its records
+ * spaced out), at least 4 of them while it has 4 slots: a page of 16 slots of 16 KiB has 4
+ * lanes of 4, one of 2 slots of 128 KiB 2 lanes of 1.  The records and the tags start a line
+ * each, so thread caches that refill from lanes of their own (pool_cache_refill,
+ * slab_lane_pick) write lines no other thread's fast path writes.  Wider lanes keep one
+ * thread's consecutive slots (a refill's) on fewer lines: records 64 bytes apart on every page
+ * of 16 slots or fewer cost one thread 3-5 % more per pair at 1,000 live (pool/ alone, 512 B -
+ * 1 MiB) than these widths, and nothing measurable at 100,000. */
+#define SLAB_LANE 16u /* the widest lane: 64 / sizeof(slab_slot_t) */
 _Static_assert(SLAB_LANE * sizeof(slab_slot_t) == 64 && SLAB_LANE * sizeof(uint32_t) == 64,
-               "a lane's records fill one line, its tags another (slab_lane_pick's masks)");
-static inline uint32_t slab_lane_round(uint32_t nslots)
+               "a lane's records fill one line, its tags another");
+#define SLAB_LANES_MIN 4u /* lanes a page gets at least, while it has that many slots */
+/* log2 of the bytes from one slot's record to the next in a page of nslots slots: the widest
+ * lanes (a power of two, at most SLAB_LANE slots) that still make SLAB_LANES_MIN of them. */
+static inline uint32_t slab_rec_shift(uint32_t nslots)
 {
-    return (nslots + SLAB_LANE - 1) & ~(SLAB_LANE - 1);
+    uint32_t w = SLAB_LANE, shift = 2u;
+    while (w > 1u && nslots < w * SLAB_LANES_MIN) {
+        w >>= 1;
+        shift++;
+    }
+    return shift;
+}
+/* Slots per lane of pg. */
+static inline uint32_t slab_lane_width(const slab_page_t *pg) { return 64u >> pg->rshift; }
+/* Bytes of a page's records (and of its tags): whole lines. */
+static inline size_t slab_rec_bytes(uint32_t nslots, uint32_t rshift)
+{
+    return (((size_t)nslots << rshift) + 63u) & ~(size_t)63u;
 }
 /* Words from bits[] to the records: nwords or more, so that the records start a cache line
  * (a page's memory is 64-byte aligned). */
@@ -254,9 +279,15 @@ static inline unsigned slab_class_of(size_t need)
  * read sees one value or the other, and the bounds check then refuses the page. */
 #define SLAB_GEO(pg, field) __atomic_load_n(&(pg)->field, __ATOMIC_RELAXED)
 
-static inline slab_slot_t *slab_slots(const slab_page_t *pg)
+/* The record of slot idx (a live slot's page: its geometry is stable). */
+static inline slab_slot_t *slab_rec(const slab_page_t *pg, size_t idx)
 {
-    return (slab_slot_t *)(uintptr_t)(pg->bits + pg->recw); /* a live slot's page: stable */
+    return (slab_slot_t *)(uintptr_t)((const char *)(pg->bits + pg->recw) + (idx << pg->rshift));
+}
+/* The slot whose record rec is (pre: rec is one of pg's). */
+static inline uint32_t slab_rec_slot(const slab_page_t *pg, const slab_slot_t *rec)
+{
+    return (uint32_t)(((const char *)rec - (const char *)(pg->bits + pg->recw)) >> pg->rshift);
 }
 /* Store a slot record: a relaxed atomic, since the lock-free paths read records of slots other
  * threads are changing (pool_block_tag, a racing free); a plain store on every target. */
@@ -264,12 +295,16 @@ static inline void slab_record_set(slab_slot_t *rec, slab_slot_t v)
 {
     __atomic_store_n(rec, v, __ATOMIC_RELAXED);
 }
-/* The tag words of the slots (pool_alloc_tagged), after the records; the geometry read with
- * SLAB_GEO, so the lock-free lookup (pool_block_tag) may call it. */
-static inline uint32_t *slab_tags(const slab_page_t *pg)
+/* The tag word of the slot whose record is rec (pool_alloc_tagged): the tags follow the
+ * records, 2^rshift bytes apart like them; tagoff read with SLAB_GEO, so the lock-free lookup
+ * (pool_block_tag) may call it. */
+static inline uint32_t *slab_rec_tag(const slab_page_t *pg, const slab_slot_t *rec)
 {
-    return (uint32_t *)(uintptr_t)(pg->bits + SLAB_GEO(pg, recw)) +
-           slab_lane_round(SLAB_GEO(pg, nslots));
+    return (uint32_t *)(uintptr_t)((const char *)rec + SLAB_GEO(pg, tagoff));
+}
+static inline uint32_t *slab_tag(const slab_page_t *pg, size_t idx)
+{
+    return slab_rec_tag(pg, slab_rec(pg, idx));
 }
 
 /* The page holding addr, or NULL (any address).  Safe without the lock (the lock-free free
@@ -393,13 +428,13 @@ static inline uintptr_t slab_slot_take_at(slab_t *s, slab_page_t *pg, uint32_t i
     uintptr_t addr = pg->addr + (uintptr_t)idx * pg->slot;
     uint32_t d = (uint32_t)(granted - requested);
     if (granted == 0) { /* for a thread cache (slab_slot_take_cached) */
-        slab_record_set(&slab_slots(pg)[idx], SLAB_SLOT_CACHED);
+        slab_record_set(slab_rec(pg, idx), SLAB_SLOT_CACHED);
     } else {
         if (d >= SLAB_REQ_ESCAPE) {
             d = SLAB_REQ_ESCAPE;
             addrmap_put_new(&s->req_map, addr, requested); /* reserved by the caller */
         }
-        slab_record_set(&slab_slots(pg)[idx], (uint32_t)(granted - 1) | d << SLAB_SLOT_GBITS);
+        slab_record_set(slab_rec(pg, idx), (uint32_t)(granted - 1) | d << SLAB_SLOT_GBITS);
     }
     pg->dirty = 1;
     s->free_bytes -= pg->slot;
@@ -426,22 +461,22 @@ static inline uintptr_t slab_slot_take_cached(slab_t *s, slab_page_t *pg, uint32
  * page has free lanes, and their fast paths do not write each other's record lines.  O(1). */
 static inline uint32_t slab_lane_pick(const slab_page_t *pg, uint32_t lane)
 {
-    uint32_t w = lane / (64u / SLAB_LANE), sh = lane % (64u / SLAB_LANE) * SLAB_LANE;
-    if (lane != SLAB_LANE_NONE && w < pg->nwords) {
-        uint64_t f = (pg->bits[w] >> sh) & ((1ull << SLAB_LANE) - 1);
-        if (f) return w * 64u + sh + (uint32_t)__builtin_ctzll(f);
+    uint32_t width = slab_lane_width(pg), first = lane * width; /* lanes never straddle words */
+    if (lane != SLAB_LANE_NONE && first < pg->nslots) {
+        uint64_t f = (pg->bits[first / 64u] >> (first % 64u)) & ((1ull << width) - 1);
+        if (f) return first + (uint32_t)__builtin_ctzll(f);
     }
+    /* lane starts: every width-th bit (0x0001000100010001 for 16) */
+    uint64_t starts = ~0ull / ((1ull << width) - 1);
     uint64_t sum = pg->summary;
     for (unsigned n = 0; sum && n < SLAB_LANE_SCAN; n++, sum &= sum - 1) {
-        w = (uint32_t)__builtin_ctzll(sum);
-        uint64_t x = pg->bits[w]; /* bit i of x: slots i..i+15 all free (bits past nslots: 0) */
-        x &= x >> 1;
-        x &= x >> 2;
-        x &= x >> 4;
-        x &= x >> 8;
-        x &= 0x0001000100010001ull; /* at a lane's first slot */
+        uint32_t w = (uint32_t)__builtin_ctzll(sum);
+        uint64_t x = pg->bits[w]; /* bit i of x: slots i..i+width-1 all free (past nslots: 0) */
+        for (uint32_t k = 1; k < width; k <<= 1) x &= x >> k;
+        x &= starts;
         if (x) return w * 64u + (uint32_t)__builtin_ctzll(x);
     }
+    uint32_t w;
     w = (uint32_t)__builtin_ctzll(pg->summary);
     return w * 64u + (uint32_t)__builtin_ctzll(pg->bits[w]);
 }
@@ -455,7 +490,7 @@ static inline long slab_slot_live(const slab_page_t *pg, uintptr_t addr)
     uint32_t idx = (uint32_t)(((uint64_t)u * pg->inv) >> 31);
     if ((uintptr_t)idx * pg->slot != off) return -1;
     if (pg->bits[idx >> 6] >> (idx & 63) & 1) return -1; /* free: double free */
-    if (pg->cls < SLAB_CACHE_CLASSES && !slab_record_live(slab_slots(pg)[idx]))
+    if (pg->cls < SLAB_CACHE_CLASSES && !slab_record_live(*slab_rec(pg, idx)))
         return -1; /* in a thread's cache: free for the application */
     return (long)idx;
 }
@@ -510,7 +545,7 @@ static inline void slab_slot_give(slab_t *s, slab_page_t *pg, uint32_t idx)
     debug_assert_internal(!(pg->bits[idx >> 6] >> (idx & 63) & 1));
     pg->bits[idx >> 6] |= 1ull << (idx & 63);
     pg->summary |= 1ull << (idx >> 6);
-    slab_record_set(&slab_slots(pg)[idx], SLAB_SLOT_FREE);
+    slab_record_set(slab_rec(pg, idx), SLAB_SLOT_FREE);
     pg->dirty = 1;
     s->free_bytes += pg->slot;
     s->taken--;

@@ -594,6 +594,7 @@ static void test_checker_sees_wrong_page(void **state)
 #define LANE_BATCH 8 /* allocations per turn: one refill's worth (CACHE_REFILL_MAX) */
 typedef struct lane_run {
     pool_t *pool;
+    size_t size; /* of every block */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int turn; /* whose turn: 0 or 1 */
@@ -613,7 +614,8 @@ static void *lane_main(void *arg)
         pthread_mutex_lock(&r->mu);
         while (r->turn != a->me) pthread_cond_wait(&r->cv, &r->mu);
         for (int i = 0; i < LANE_BATCH; i++)
-            if (pool_alloc(r->pool, 64, 64, &r->got[a->me][t * LANE_BATCH + i], NULL) != POOL_OK)
+            if (pool_alloc(r->pool, r->size, r->size, &r->got[a->me][t * LANE_BATCH + i], NULL) !=
+                POOL_OK)
                 r->errors++;
         r->turn = !a->me;
         pthread_cond_broadcast(&r->cv);
@@ -622,18 +624,17 @@ static void *lane_main(void *arg)
     return NULL;
 }
 
-/* Two threads take turns allocating from one class, one refill per turn: their slots never
+/* Two threads take turns allocating blocks of one size, one refill per turn: their slots never
  * share a lane (a record line, a tag line) while the page has lanes no slot was taken from
  * (slab.h: lanes).  Taking the lowest free slot instead mixes them from the second turn on. */
-static void test_refill_lanes(void **state)
+static void refill_lanes(size_t size)
 {
-    (void)state;
     pool_t *p = pool_create(0x100000000ull, 64 * MiB);
     assert_non_null(p);
     uintptr_t first[SLAB_PAGE_MIN_LIVE]; /* this thread's: the class gets its page */
     for (unsigned i = 0; i < SLAB_PAGE_MIN_LIVE; i++)
-        assert_int_equal(pool_alloc(p, 64, 64, &first[i], NULL), POOL_OK);
-    lane_run_t run = {.pool = p, .turn = 0};
+        assert_int_equal(pool_alloc(p, size, size, &first[i], NULL), POOL_OK);
+    lane_run_t run = {.pool = p, .size = size, .turn = 0};
     pthread_mutex_init(&run.mu, NULL);
     pthread_cond_init(&run.cv, NULL);
     lane_arg_t args[2] = {{&run, 0}, {&run, 1}};
@@ -643,22 +644,18 @@ static void test_refill_lanes(void **state)
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
     assert_int_equal(run.errors, 0);
     check(p);
-    const slab_page_t *page = NULL;
-    for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++) {
-        for (int w = 0; w < 2; w++) {
-            const slab_page_t *pg = slab_page_of(&p->slab, run.got[w][i]);
-            assert_non_null(pg); /* a slab slot, one page for all */
-            if (!page) page = pg;
-            assert_ptr_equal(pg, page);
-        }
+    for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++)
         for (int j = 0; j < LANE_TURNS * LANE_BATCH; j++) {
-            long a = slab_slot_index(page, run.got[0][i]), b = slab_slot_index(page, run.got[1][j]);
+            const slab_page_t *pa = slab_page_of(&p->slab, run.got[0][i]);
+            const slab_page_t *pb = slab_page_of(&p->slab, run.got[1][j]);
+            assert_true(pa && pb); /* slab slots */
+            long a = slab_slot_index(pa, run.got[0][i]), b = slab_slot_index(pb, run.got[1][j]);
+            long la = a / (long)slab_lane_width(pa), lb = b / (long)slab_lane_width(pb);
             assert_true(a >= 0 && b >= 0);
-            if (a / SLAB_LANE == b / SLAB_LANE)
-                fail_msg("slots %ld and %ld of the two threads share lane %ld", a, b,
-                         a / SLAB_LANE);
+            if (pa == pb && la == lb)
+                fail_msg("%zu B: slots %ld and %ld of the two threads share lane %ld of %u slots",
+                         size, a, b, la, slab_lane_width(pa));
         }
-    }
     for (int w = 0; w < 2; w++)
         for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++) {
             assert_int_equal(pool_free(p, run.got[w][i], NULL, NULL), POOL_OK);
@@ -670,6 +667,14 @@ static void test_refill_lanes(void **state)
     pthread_cond_destroy(&run.cv);
     pthread_mutex_destroy(&run.mu);
     pool_destroy(p);
+}
+
+static void test_refill_lanes(void **state)
+{
+    (void)state;
+    refill_lanes(64);        /* pages of 4,096 slots: lanes of 16 */
+    refill_lanes(16 << 10);  /* pages of 16 slots: lanes of 4 */
+    refill_lanes(128 << 10); /* pages of 2 slots: lanes of 1 */
 }
 
 /* ---- many threads handing blocks to each other ------------------------------------------- */
