@@ -279,10 +279,12 @@ static inline unsigned slab_class_of(size_t need)
  * read sees one value or the other, and the bounds check then refuses the page. */
 #define SLAB_GEO(pg, field) __atomic_load_n(&(pg)->field, __ATOMIC_RELAXED)
 
-/* The record of slot idx (a live slot's page: its geometry is stable). */
+/* The record of slot idx; the geometry read with SLAB_GEO, so the lock-free paths may call it
+ * on a page found for an address that is not live (pool_free). */
 static inline slab_slot_t *slab_rec(const slab_page_t *pg, size_t idx)
 {
-    return (slab_slot_t *)(uintptr_t)((const char *)(pg->bits + pg->recw) + (idx << pg->rshift));
+    return (slab_slot_t *)(uintptr_t)((const char *)(pg->bits + SLAB_GEO(pg, recw)) +
+                                      (idx << SLAB_GEO(pg, rshift)));
 }
 /* The slot whose record rec is (pre: rec is one of pg's). */
 static inline uint32_t slab_rec_slot(const slab_page_t *pg, const slab_slot_t *rec)
