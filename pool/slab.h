@@ -402,21 +402,10 @@ static inline size_t slab_slot_requested(const slab_t *s, slab_slot_t r, uintptr
     return (size_t)v;
 }
 
-/* Take the lowest free slot of pg (pre: pg is on its class's partial list, so it has one;
- * when slab_slot_escapes(granted, requested), one req_map entry is reserved); record the
+/* Take slot idx of pg (pre: it is free, so pg is on its class's partial list; when
+ * slab_slot_escapes(granted, requested), one req_map entry is reserved); record the
  * sizes (granted 0: the slot goes to a thread cache, see below).  Returns the slot's address.
  * A page that becomes full leaves the list. */
-static inline uintptr_t slab_slot_take_at(slab_t *s, slab_page_t *pg, uint32_t idx, size_t granted,
-                                          size_t requested);
-static inline uintptr_t slab_slot_take(slab_t *s, slab_page_t *pg, size_t granted, size_t requested)
-{
-    debug_assert_internal(pg->live < pg->nslots && pg->summary != 0);
-    unsigned w = (unsigned)__builtin_ctzll(pg->summary);
-    return slab_slot_take_at(s, pg, w * 64u + (unsigned)__builtin_ctzll(pg->bits[w]), granted,
-                             requested);
-}
-
-/* Take free slot idx of pg, as slab_slot_take does with the lowest. */
 static inline uintptr_t slab_slot_take_at(slab_t *s, slab_page_t *pg, uint32_t idx, size_t granted,
                                           size_t requested)
 {
@@ -445,6 +434,15 @@ static inline uintptr_t slab_slot_take_at(slab_t *s, slab_page_t *pg, uint32_t i
     s->cls[pg->cls].live++;
     if (++pg->live == pg->nslots) slab_list_remove(&s->cls[pg->cls].partial, pg);
     return addr;
+}
+
+/* Take the lowest free slot of pg, as slab_slot_take_at. */
+static inline uintptr_t slab_slot_take(slab_t *s, slab_page_t *pg, size_t granted, size_t requested)
+{
+    debug_assert_internal(pg->live < pg->nslots && pg->summary != 0);
+    unsigned w = (unsigned)__builtin_ctzll(pg->summary);
+    return slab_slot_take_at(s, pg, w * 64u + (unsigned)__builtin_ctzll(pg->bits[w]), granted,
+                             requested);
 }
 
 /* Take free slot idx of pg for a thread cache: its record says SLAB_SLOT_CACHED.
@@ -479,8 +477,7 @@ static inline uint32_t slab_lane_pick(const slab_page_t *pg, uint32_t lane)
         x &= starts;
         if (x) return w * 64u + (uint32_t)__builtin_ctzll(x);
     }
-    uint32_t w;
-    w = (uint32_t)__builtin_ctzll(pg->summary);
+    uint32_t w = (uint32_t)__builtin_ctzll(pg->summary);
     return w * 64u + (uint32_t)__builtin_ctzll(pg->bits[w]);
 }
 
