@@ -395,7 +395,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
         if (idx < 0) {
             rc = POOL_ENOTLIVE;
         } else {
-            slab_slot_t s = *slab_rec(pg, (size_t)idx);
+            slab_slot_t *rec = slab_rec(pg, (size_t)idx), s = *rec;
             size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
             int escaped = (s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE;
             if (escaped) {
@@ -405,7 +405,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
             }
             if (granted_out) *granted_out = g;
             if (requested_out) *requested_out = r;
-            if (tell) tell(ctx, __atomic_load_n(slab_tag(pg, (size_t)idx), __ATOMIC_RELAXED), 1);
+            if (tell) tell(ctx, __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED), 1);
             if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
                 pool_cache_push(p, c, pg, (uint32_t)idx, addr);
                 pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
@@ -518,10 +518,9 @@ int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
     slab_page_t *pg = slab_page_of(&p->slab, addr);
     if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
         long idx = slab_slot_index(pg, addr);
-        if (idx < 0 ||
-            !slab_record_live(__atomic_load_n(slab_rec(pg, (size_t)idx), __ATOMIC_RELAXED)))
-            return POOL_ENOTLIVE;
-        *tag = __atomic_load_n(slab_tag(pg, (size_t)idx), __ATOMIC_RELAXED);
+        slab_slot_t *rec = idx >= 0 ? slab_rec(pg, (size_t)idx) : NULL;
+        if (!rec || !slab_record_live(__atomic_load_n(rec, __ATOMIC_RELAXED))) return POOL_ENOTLIVE;
+        *tag = __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED);
         return POOL_OK;
     }
     lock_acquire(&p->lock);

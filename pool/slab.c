@@ -284,9 +284,9 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     if (!f || gran_leaves(s, f->addr + f->size - span, span) != 0) return NULL;
     uint32_t id = id_peek(s);
     if (!id) return NULL;
-    uint32_t recw = slab_rec_words(nwords);
-    size_t bytes =
-        sizeof(slab_page_t) + recw * sizeof(uint64_t) + 2 * slab_rec_bytes(n, slab_rec_shift(n));
+    uint32_t recw = slab_rec_words(nwords), rshift = slab_rec_shift(n);
+    size_t rec_bytes = slab_rec_bytes(n, rshift); /* and as many for the tags */
+    size_t bytes = sizeof(slab_page_t) + recw * sizeof(uint64_t) + 2 * rec_bytes;
     unsigned order;
     slab_page_t *pg = page_mem_get(s, bytes, &order);
     if (!pg) return NULL;
@@ -312,8 +312,8 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     __atomic_store_n(&pg->cls, (uint16_t)c, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->nwords, (uint8_t)nwords, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->recw, (uint8_t)recw, __ATOMIC_RELAXED);
-    __atomic_store_n(&pg->rshift, (uint8_t)slab_rec_shift(n), __ATOMIC_RELAXED);
-    __atomic_store_n(&pg->tagoff, (uint32_t)slab_rec_bytes(n, slab_rec_shift(n)), __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->rshift, (uint8_t)rshift, __ATOMIC_RELAXED);
+    __atomic_store_n(&pg->tagoff, (uint32_t)rec_bytes, __ATOMIC_RELAXED);
     pg->dirty = 1; /* its runs (all zero) are in the sums as they are */
     pg->blk = blk;
     pg->id = id;
@@ -324,7 +324,7 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
     debug_assert_internal((uintptr_t)slab_rec(pg, 0) % 64 == 0 &&
                           (uintptr_t)slab_tag(pg, 0) % 64 == 0);
-    memset(slab_rec(pg, 0), 0xff, slab_rec_bytes(n, pg->rshift)); /* SLAB_SLOT_FREE */
+    memset(slab_rec(pg, 0), 0xff, rec_bytes); /* SLAB_SLOT_FREE */
     s->page_by_id[id] = pg;
     s->last_addr = pg->addr;
     gran_set(s, pg, 1);

@@ -166,7 +166,8 @@ struct slab_page {
     uint8_t recw;                /* words from bits[] to the records (slab_rec_words) */
     uint8_t rshift;              /* log2 of the bytes from one slot's record (and tag) to the
                                     next: slab_rec_shift(nslots) */
-    uint32_t tagoff;             /* bytes from a slot's record to its tag: slab_rec_bytes */
+    uint32_t tagoff;             /* bytes from a slot's record to its tag: slab_rec_bytes (kept,
+                                    not derived, so that a tag is one add from its record) */
     /* state, under the pool lock: the alloc path's line */
     _Alignas(64) uint32_t live; /* slots taken (live, or in a thread's cache) */
     uint8_t dirty;              /* 1: `runs` is stale (a slot changed since it was computed) */

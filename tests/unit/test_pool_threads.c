@@ -644,17 +644,22 @@ static void refill_lanes(size_t size)
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
     assert_int_equal(run.errors, 0);
     check(p);
+    const slab_page_t *page[2][LANE_TURNS * LANE_BATCH]; /* each block's page and slot */
+    long slot[2][LANE_TURNS * LANE_BATCH];
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++) {
+            page[w][i] = slab_page_of(&p->slab, run.got[w][i]);
+            assert_non_null(page[w][i]); /* a slab slot */
+            slot[w][i] = slab_slot_index(page[w][i], run.got[w][i]);
+            assert_true(slot[w][i] >= 0);
+        }
     for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++)
         for (int j = 0; j < LANE_TURNS * LANE_BATCH; j++) {
-            const slab_page_t *pa = slab_page_of(&p->slab, run.got[0][i]);
-            const slab_page_t *pb = slab_page_of(&p->slab, run.got[1][j]);
-            assert_true(pa && pb); /* slab slots */
-            long a = slab_slot_index(pa, run.got[0][i]), b = slab_slot_index(pb, run.got[1][j]);
-            long la = a / (long)slab_lane_width(pa), lb = b / (long)slab_lane_width(pb);
-            assert_true(a >= 0 && b >= 0);
-            if (pa == pb && la == lb)
-                fail_msg("%zu B: slots %ld and %ld of the two threads share lane %ld of %u slots",
-                         size, a, b, la, slab_lane_width(pa));
+            const slab_page_t *pa = page[0][i];
+            long width = (long)slab_lane_width(pa), la = slot[0][i] / width;
+            if (pa == page[1][j] && la == slot[1][j] / width)
+                fail_msg("%zu B: slots %ld and %ld of the two threads share lane %ld of %ld slots",
+                         size, slot[0][i], slot[1][j], la, width);
         }
     for (int w = 0; w < 2; w++)
         for (int i = 0; i < LANE_TURNS * LANE_BATCH; i++) {
