@@ -395,23 +395,28 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
         if (idx < 0) {
             rc = POOL_ENOTLIVE;
         } else {
-            slab_slot_t *rec = slab_rec(pg, (size_t)idx), s = *rec;
+            slab_slot_t *rec = slab_rec(pg, (size_t)idx),
+                        s = __atomic_load_n(rec, __ATOMIC_RELAXED);
             size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
             int escaped = (s >> SLAB_SLOT_GBITS) == SLAB_REQ_ESCAPE;
-            if (escaped) {
-                uint64_t q = 0;
-                addrmap_del(&p->slab.req_map, addr, &q);
-                r = (size_t)q;
-            }
-            if (granted_out) *granted_out = g;
-            if (requested_out) *requested_out = r;
-            if (tell) tell(ctx, __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED), 1);
-            if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
-                pool_cache_push(p, c, pg, (uint32_t)idx, addr);
-                pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
+            if (pg->cls < SLAB_CACHE_CLASSES && !slab_record_claim(rec, s)) {
+                rc = POOL_ENOTLIVE; /* a lock-free free of another thread took it meanwhile */
             } else {
-                count_live(p, g, r, -1);
-                slab_slot_give(&p->slab, pg, (uint32_t)idx);
+                if (escaped) {
+                    uint64_t q = 0;
+                    addrmap_del(&p->slab.req_map, addr, &q);
+                    r = (size_t)q;
+                }
+                if (granted_out) *granted_out = g;
+                if (requested_out) *requested_out = r;
+                if (tell) tell(ctx, __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED), 1);
+                if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
+                    pool_cache_push(p, c, pg, (uint32_t)idx, addr);
+                    pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
+                } else {
+                    count_live(p, g, r, -1);
+                    slab_slot_give(&p->slab, pg, (uint32_t)idx);
+                }
             }
         }
     } else if (!addrmap_del(&p->live, addr, &v)) {
@@ -460,25 +465,39 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
      * not live, escaped sizes, a full magazine, a stop) takes the locked path, which decides. */
     cache_thread_t *t = pool_cache_self; /* its loads overlap the page lookup's */
     cache_t *c = t && t->ent[0].pool == p && t->ent[0].id == p->id ? t->ent[0].cache : NULL;
-    slab_page_t *pg = slab_page_of(&p->slab, addr);
-    if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
-        long idx = slab_slot_index(pg, addr);
-        slab_slot_t *rec = idx >= 0 ? slab_rec(pg, (size_t)idx) : NULL;
-        slab_slot_t s = rec ? __atomic_load_n(rec, __ATOMIC_RELAXED) : SLAB_SLOT_FREE;
+    slab_found_t f;
+    if (slab_rec_find(&p->slab, addr, &f)) {
+        pool_tag_fn tell_any = tell; /* for a block of another incarnation of the page */
+        slab_page_t *pg = f.pg;
+        slab_slot_t *rec = f.rec;
+        if (__builtin_expect(pool_free_race_hook != NULL, 0)) pool_free_race_hook(p, addr);
+        slab_slot_t s = __atomic_load_n(rec, __ATOMIC_RELAXED);
         int live = slab_record_live(s) && (s >> SLAB_SLOT_GBITS) != SLAB_REQ_ESCAPE;
         if (live && tell) { /* still live: nobody else can be handed it yet */
-            tell(ctx, __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED), 0);
-            tell = NULL;
+            uint32_t tag = __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED);
+            if (slab_gen_same(pg, f.gen)) { /* else the locked path decides and tells */
+                tell(ctx, tag, 0);
+                tell = NULL;
+            }
         }
         if (live && (c || (c = pool_cache_lookup(p)) != NULL) && pool_cache_enter(p, c)) {
-            unsigned k = SLAB_GEO(pg, cls);
+            unsigned k = f.cls;
             cache_mag_t *m = &c->mag[k];
             size_t slot = m->slot;
             if (m->n == m->cap && !__atomic_load_n(&c->alone, __ATOMIC_RELAXED))
                 pool_cache_xfer_put(p, c, k); /* half of it to the class, for other threads */
-            if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1)) {
+            if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1) &&
+                __builtin_expect(slab_record_claim(rec, s), 1)) { /* else: another free won */
+                if (__builtin_expect(!slab_gen_same(pg, f.gen), 0)) {
+                    /* the record was another page's by then: give it its value back */
+                    slab_slot_t mine = SLAB_SLOT_CACHED;
+                    __atomic_compare_exchange_n(rec, &mine, s, 0, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED);
+                    pool_cache_leave(c);
+                    return free_locked(p, c, addr, granted_out, requested_out, tell_any, ctx);
+                }
+                /* ours now: the slot keeps its page from being released */
                 size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
-                slab_record_set(rec, SLAB_SLOT_CACHED);
                 m->ent[m->n++] = cache_ent_rec(pg, rec, addr);
                 c->ncached++;
                 c->bytes += slot;
@@ -515,14 +534,17 @@ int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
     /* A slot of a cached class: its record tells a live slot without the lock (pool_free), and
      * is written without it by the thread caches, so it is never read under the lock here: a
      * slot that is not live may be changing hands, and either answer is true of some instant. */
-    slab_page_t *pg = slab_page_of(&p->slab, addr);
-    if (pg && SLAB_GEO(pg, cls) < SLAB_CACHE_CLASSES) {
-        long idx = slab_slot_index(pg, addr);
-        slab_slot_t *rec = idx >= 0 ? slab_rec(pg, (size_t)idx) : NULL;
-        if (!rec || !slab_record_live(__atomic_load_n(rec, __ATOMIC_RELAXED))) return POOL_ENOTLIVE;
-        *tag = __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED);
-        return POOL_OK;
+    slab_found_t f;
+    if (slab_rec_find(&p->slab, addr, &f)) {
+        slab_slot_t s = __atomic_load_n(f.rec, __ATOMIC_RELAXED);
+        uint32_t t = __atomic_load_n(slab_rec_tag(f.pg, f.rec), __ATOMIC_RELAXED);
+        if (slab_gen_same(f.pg, f.gen)) { /* else the page changed: ask under the lock */
+            if (!slab_record_live(s)) return POOL_ENOTLIVE;
+            *tag = t;
+            return POOL_OK;
+        }
     }
+    slab_page_t *pg;
     lock_acquire(&p->lock);
     pool_cache_locked(p);
     int rc = POOL_ENOTLIVE;
@@ -552,7 +574,7 @@ int pool_block_size(pool_t *p, uintptr_t addr, size_t *granted, size_t *requeste
     if (pg) {
         long idx = slab_slot_live(pg, addr);
         if (idx >= 0) {
-            slab_slot_t s = *slab_rec(pg, (size_t)idx);
+            slab_slot_t s = __atomic_load_n(slab_rec(pg, (size_t)idx), __ATOMIC_RELAXED);
             if (granted) *granted = slab_slot_granted(s);
             if (requested) *requested = slab_slot_requested(&p->slab, s, addr);
             rc = POOL_OK;

@@ -277,10 +277,13 @@ int pool_free(pool_t *pool, uintptr_t addr, size_t *granted_out, size_t *request
 /* pool_free that tells its caller the block's tag: tell(ctx, tag, locked) runs once the block
  * is found live and before it can be handed out again (so a record of the block can be
  * forgotten before another thread allocates the address), and not at all when the free is
- * refused.  locked = 0: no lock held (a slot of a thread-cached class, the fast path); 1: under
- * the pool lock (everything else), where the callback should be short (every thread's large
- * blocks wait for it), must not call into the pool, and may take only locks ordered after the
- * pool's (shim/fork.c). */
+ * refused, but for one case: when two threads free one live block at once, both may be told
+ * (the lock-free path tells before it claims the slot) and one of them is then refused, so
+ * what tell does must be harmless twice (the shim forgets a record by its handle, once).
+ * locked = 0: no lock held (a slot of a thread-cached class, the fast path); 1: under the pool
+ * lock (everything else), where the callback should be short (every thread's large blocks wait
+ * for it), must not call into the pool, and may take only locks ordered after the pool's
+ * (shim/fork.c). */
 typedef void (*pool_tag_fn)(void *ctx, uint32_t tag, int locked);
 int pool_free_tagged(pool_t *pool, uintptr_t addr, size_t *granted_out, pool_tag_fn tell,
                      void *ctx);

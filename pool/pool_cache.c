@@ -63,6 +63,7 @@
 
 __thread cache_thread_t *pool_cache_self __attribute__((tls_model("initial-exec")));
 int pool_cache_fenced;
+void (*pool_free_race_hook)(pool_t *p, uintptr_t addr);
 
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static cache_t *all_caches; /* every cache of the process, through gnext (cache_lock) */

@@ -252,6 +252,8 @@ static void check_page(chk_t *c, const desc_t *b)
         viol(c, "page %#lx: geometry differs from class %u", (unsigned long)pg->addr, pg->cls);
         return;
     }
+    if (pg->gen & 1u) /* slab_page_new finished with it: no page is being rewritten now */
+        viol(c, "page %#lx: incarnation %u is odd", (unsigned long)pg->addr, pg->gen);
     uint32_t free_bits = 0;
     for (uint32_t w = 0; w < pg->nwords; w++) {
         uint64_t word = pg->bits[w];

@@ -287,6 +287,11 @@ struct cache_thread {
 };
 extern __thread cache_thread_t *pool_cache_self __attribute__((tls_model("initial-exec")));
 extern int pool_cache_fenced; /* 1: no membarrier: the fast paths fence (pool_cache.c) */
+/* Tests only (NULL otherwise): called by the lock-free free between finding a slot's record
+ * and reading it, the window in which another incarnation of the page may take its memory
+ * (slab.h: slab_rec_find); a test makes that happen in it.  It is read next to
+ * pool_cache_fenced, on a line the fast paths read anyway. */
+extern void (*pool_free_race_hook)(pool_t *p, uintptr_t addr);
 
 /* The calling thread's cache for p, made (or brought to the front) on first use; NULL when the
  * thread has none and cannot get one (exiting, host OOM): then everything takes the lock.

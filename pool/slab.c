@@ -241,7 +241,9 @@ static unsigned mem_order(size_t bytes)
     return o;
 }
 
-/* Memory for a page of `bytes`: a spare of its order, or a new one; its order into *order. */
+/* Memory for a page of `bytes`: a spare of its order, or a new one; its order into *order.
+ * A spare is marked as being rewritten at once (its incarnation made odd: slab.h,
+ * slab_rec_find), before anything of it changes; a new block starts at incarnation 0. */
 static slab_page_t *page_mem_get(slab_t *s, size_t bytes, unsigned *order)
 {
     unsigned o = *order = mem_order(bytes);
@@ -249,9 +251,13 @@ static slab_page_t *page_mem_get(slab_t *s, size_t bytes, unsigned *order)
     slab_page_t *pg = s->spare[o];
     if (pg) {
         s->spare[o] = pg->next;
+        __atomic_store_n(&pg->gen, pg->gen + 1u, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE); /* odd before any other store */
         return pg;
     }
-    return aligned_alloc(64, (size_t)1 << o);
+    pg = aligned_alloc(64, (size_t)1 << o);
+    if (pg) __atomic_store_n(&pg->gen, 0u, __ATOMIC_RELAXED);
+    return pg;
 }
 
 static void page_mem_put(slab_t *s, slab_page_t *pg)
@@ -291,7 +297,7 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     slab_page_t *pg = page_mem_get(s, bytes, &order);
     if (!pg) return NULL;
     if ((uint64_t)(uintptr_t)pg >> SLAB_START_PTR_BITS) { /* cannot be packed: no page */
-        free(pg);
+        free(pg); /* (never a spare: every spare once passed this test) */
         return NULL;
     }
     debug_assert_internal(f->state == DESC_FREE && f->size >= span);
@@ -324,7 +330,8 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
     debug_assert_internal((uintptr_t)slab_rec(pg, 0) % 64 == 0 &&
                           (uintptr_t)slab_tag(pg, 0) % 64 == 0);
-    memset(slab_rec(pg, 0), 0xff, rec_bytes); /* SLAB_SLOT_FREE */
+    memset(slab_rec(pg, 0), 0xff, rec_bytes);                               /* SLAB_SLOT_FREE */
+    __atomic_store_n(&pg->gen, pg->gen + (pg->gen & 1u), __ATOMIC_RELEASE); /* even: written */
     s->page_by_id[id] = pg;
     s->last_addr = pg->addr;
     gran_set(s, pg, 1);

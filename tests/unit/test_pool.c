@@ -1,6 +1,7 @@
 /* tests/unit/test_pool.c — pool API, edge sizes, misuse, exhaustion, coalescing, segregation
  * of small blocks, statistics, and the size-class slabs (class geometry and boundaries, page
- * carve/cache/release, misuse inside pages, fallbacks, free runs across page edges).
+ * carve/cache/release, the incarnations of reused page memory, misuse inside pages,
+ * fallbacks, free runs across page edges).
  * pool_check() is asserted to be 0 after every operation.
  * (Randomised sequences: test_pool_random.c; threads: test_pool_threads.c.)
  */
@@ -1098,6 +1099,37 @@ static void test_slab_page_recycling(void **state)
     pool_destroy(p);
 }
 
+/* Incarnations (slab.h: slab_rec_find): the memory of a released page, reused by the next page
+ * of its size, is rewritten between two increments of its gen (odd while rewritten), so gen
+ * rises by 2 per reuse; the checker refuses a page left odd. */
+static void test_page_incarnations(void **state)
+{
+    (void)state;
+    pool_cache_thread_enable(0); /* the slab layer itself, below the caches (caches_on) */
+    pool_t *p = make_pool(0xc00000000ull, 256 * MiB);
+    uintptr_t a = must_alloc(p, 16 * KiB);
+    slab_page_t *pg = slab_page_of(&p->slab, a);
+    assert_non_null(pg);
+    assert_int_equal(pg->gen, 0); /* new memory */
+    must_free(p, a);              /* the pool is empty: the page is released */
+    assert_int_equal(p->slab.pages, 0);
+    for (uint32_t round = 1; round <= 3; round++) {
+        a = must_alloc(p, 16 * KiB);
+        assert_ptr_equal(slab_page_of(&p->slab, a), pg); /* its memory again */
+        assert_int_equal(pg->gen, 2 * round);
+        if (round == 3) {
+            char why[256];
+            pg->gen++;
+            assert_true(pool_check(p, why, sizeof why) > 0);
+            assert_non_null(strstr(why, "incarnation"));
+            pg->gen--;
+        }
+        must_free(p, a);
+    }
+    assert_one_free_block(p, 256 * MiB);
+    pool_destroy(p);
+}
+
 /* Misuse inside slab pages: interior pointers, double frees, free slots never used, slots of
  * a cached page; none changes anything. */
 static void test_slab_misuse(void **state)
@@ -1682,6 +1714,7 @@ int main(void)
         cmocka_unit_test(test_class_geometry),
         cmocka_unit_test(test_slab_class_boundaries),
         cmocka_unit_test_teardown(test_slab_page_recycling, caches_on),
+        cmocka_unit_test_teardown(test_page_incarnations, caches_on),
         cmocka_unit_test_teardown(test_slab_misuse, caches_on),
         cmocka_unit_test(test_slab_larger_class_fallback),
         cmocka_unit_test(test_free_runs_across_pages),
