@@ -331,14 +331,12 @@ static inline int alloc_any(pool_t *p, size_t requested, size_t granted, uintptr
                             pool_refusal_t *why, uint32_t **tag_word)
 {
     if (!p || !out || granted == 0 || requested > granted) return POOL_EINVAL;
-    if (granted > (p->vmm ? p->vmm->limit : p->uend - p->ubase)) {
-        if (why) pool_explain(p, granted, why); /* POOL_REFUSAL_TOO_LARGE */
-        return POOL_EINVAL;
-    }
     alloc_req_t r = {.need = desc_align(granted), .granted = granted, .requested = requested};
     cache_t *c = NULL;
     unsigned k = 0;
-    if (r.need <= SLAB_MAX && (k = slab_class_of(r.need)) < SLAB_CACHE_CLASSES && p->slab.ngran &&
+    /* (granted, not need: desc_align wraps for a size near SIZE_MAX; the pool's limit is checked
+     * after the fast path, which only holds slots the pool has room for) */
+    if (granted <= SLAB_MAX && (k = slab_class_of(r.need)) < SLAB_CACHE_CLASSES && p->slab.ngran &&
         !slab_slot_escapes(granted, requested) && (c = pool_cache_get(p))) {
         /* the fast path: the top of the class's magazine, no lock */
         cache_mag_t *m = &c->mag[k];
@@ -361,6 +359,10 @@ static inline int alloc_any(pool_t *p, size_t requested, size_t granted, uintptr
             }
             pool_cache_leave(c);
         }
+    }
+    if (granted > (p->vmm ? p->vmm->limit : p->uend - p->ubase)) {
+        if (why) pool_explain(p, granted, why); /* POOL_REFUSAL_TOO_LARGE */
+        return POOL_EINVAL;
     }
     return alloc_locked(p, c, k, &r, out, why, tag_word);
 }
