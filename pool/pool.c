@@ -491,10 +491,7 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
             if (__builtin_expect(m->n < m->cap && c->bytes + slot <= CACHE_BYTES_MAX, 1) &&
                 __builtin_expect(slab_record_claim(rec, s), 1)) { /* else: another free won */
                 if (__builtin_expect(!slab_gen_same(pg, f.gen), 0)) {
-                    /* the record was another page's by then: give it its value back */
-                    slab_slot_t mine = SLAB_SLOT_CACHED;
-                    __atomic_compare_exchange_n(rec, &mine, s, 0, __ATOMIC_RELAXED,
-                                                __ATOMIC_RELAXED);
+                    slab_record_unclaim(rec, s); /* it was another page's record by then */
                     pool_cache_leave(c);
                     return free_locked(p, c, addr, granted_out, requested_out, tell_any, ctx);
                 }
@@ -534,8 +531,9 @@ int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
 {
     if (!pool_contains(p, addr)) return POOL_ENOTOWNED;
     /* A slot of a cached class: its record tells a live slot without the lock (pool_free), and
-     * is written without it by the thread caches, so it is never read under the lock here: a
-     * slot that is not live may be changing hands, and either answer is true of some instant. */
+     * is written without it by the thread caches, so it is answered without the lock (a slot
+     * that is not live may be changing hands, and either answer is true of some instant), unless
+     * its page is being rewritten for another (slab_rec_find): then under the lock. */
     slab_found_t f;
     if (slab_rec_find(&p->slab, addr, &f)) {
         slab_slot_t s = __atomic_load_n(f.rec, __ATOMIC_RELAXED);

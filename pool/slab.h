@@ -316,6 +316,13 @@ static inline int slab_record_claim(slab_slot_t *rec, slab_slot_t live)
     return __atomic_compare_exchange_n(rec, &live, SLAB_SLOT_CACHED, 0, __ATOMIC_RELAXED,
                                        __ATOMIC_RELAXED);
 }
+/* Undo a claim that turned out to be of another incarnation of the page (pool.c): the record
+ * back to `live` unless something changed it since. */
+static inline void slab_record_unclaim(slab_slot_t *rec, slab_slot_t live)
+{
+    slab_slot_t mine = SLAB_SLOT_CACHED;
+    __atomic_compare_exchange_n(rec, &mine, live, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
 /* The tag word of the slot whose record is rec (pool_alloc_tagged): the tags follow the
  * records, 2^rshift bytes apart like them; tagoff read with SLAB_GEO, so the lock-free lookup
  * (pool_block_tag) may call it. */
