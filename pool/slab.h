@@ -548,21 +548,18 @@ static inline long slab_slot_live(const slab_page_t *pg, uintptr_t addr)
     return (long)idx;
 }
 
-/* Slot index of the byte `off` bytes into pg if it is the start of a slot (live or not), else
- * -1.  Reads only the page's geometry (SLAB_GEO): the lock-free free path's first step. */
-static inline long slab_slot_index_at(const slab_page_t *pg, uintptr_t off)
+/* Slot index of addr in pg if addr is the start of a slot (live or not), else -1.  Reads only
+ * the page's geometry (SLAB_GEO): the lock-free free path's first step.  An index below nslots
+ * whose slot starts at addr puts addr inside the page: no other bound is needed. */
+static inline long slab_slot_index(const slab_page_t *pg, uintptr_t addr)
 {
+    uintptr_t off = addr - SLAB_GEO(pg, addr);
     uint32_t idx =
         (uint32_t)(((uint64_t)(uint32_t)(off >> DESC_GRAN_SHIFT) * SLAB_GEO(pg, inv)) >> 31);
     if ((off & (POOL_ALIGN - 1)) || (uintptr_t)idx * SLAB_GEO(pg, slot) != off ||
         idx >= SLAB_GEO(pg, nslots))
         return -1;
     return (long)idx;
-}
-/* The same for the address addr. */
-static inline long slab_slot_index(const slab_page_t *pg, uintptr_t addr)
-{
-    return slab_slot_index_at(pg, addr - SLAB_GEO(pg, addr));
 }
 
 /* What slab_rec_find found: a slot's page, its record, the page's class and incarnation. */
@@ -584,12 +581,9 @@ __attribute__((always_inline)) static inline int slab_rec_find(const slab_t *s, 
     if (!pg) return 0;
     uint32_t gen = slab_gen_begin(pg);
     if (gen & 1u) return 0;
-    uintptr_t off = addr - SLAB_GEO(pg, addr);
     uint32_t cls = SLAB_GEO(pg, cls);
     long idx;
-    if (off >= SLAB_GEO(pg, span) || cls >= SLAB_CACHE_CLASSES ||
-        (idx = slab_slot_index_at(pg, off)) < 0)
-        return 0;
+    if (cls >= SLAB_CACHE_CLASSES || (idx = slab_slot_index(pg, addr)) < 0) return 0;
     slab_slot_t *rec = slab_rec(pg, (size_t)idx);
     if (!slab_gen_same(pg, gen)) return 0;
     *f = (slab_found_t){pg, rec, gen, cls};
