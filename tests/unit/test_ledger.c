@@ -554,6 +554,15 @@ static void test_tagged_records(void **state)
     assert_int_equal(tagged_free(a, ha), 1);
     assert_int_equal(ledger_release_tagged(ha, a), 0); /* double free */
     assert_int_equal(ledger_lookup(a, NULL), 0);
+    /* The freed record taken again (the shard's free list is LIFO) by an untagged allocation of
+     * the same address: the stale handle names that record and its address matches, but its
+     * check word says "not tagged", so the handle is refused and the record stays. */
+    ledger_record_alloc(a, 1, 100, 128, VOCAB_MALLOC, VOCAB_FROM_POOL, 0);
+    assert_int_equal(ledger_release_tagged(ha, a), 0);
+    assert_int_equal(ledger_lookup(a, NULL), 1);
+    check_ledger();
+    assert_int_equal(ledger_record_free(a), 1);
+    assert_int_equal(ledger_lookup(a, NULL), 0);
     assert_int_equal(ledger_record_free(b), 1); /* by address: through the resolver */
     tag_set(b, 0);
     assert_int_equal(ledger_release_tagged(hb, b), 0);
