@@ -104,14 +104,14 @@ typedef struct rec {
     uintptr_t addr;          /* device address; 0 = free record */
     uint64_t seq : 48;       /* live: sequence number (2^48 allocations before it wraps); free:
                                 next free record number + 1 */
-    uint64_t check : 16;     /* live and tagged: tag_check_of(its address's hash); else 0 */
+    uint64_t check : 16;     /* live and tagged (found through its block's tag, not the index):
+                                tag_check_of(its address's hash), never 0; else 0 */
     uint64_t requested : 48; /* bytes asked for (saturated at 2^48-1) */
     int64_t device : 16;     /* device id, -1 = unknown (vocab.h) */
     uint64_t granted : 48;   /* bytes that belong to the block (saturated) */
     uint64_t entry : 4;      /* enum vocab_entry */
     uint64_t origin : 2;     /* enum vocab_origin */
-    uint64_t tagged : 1;     /* 1: found through its block's tag, not the index */
-    uint64_t unused : 9;     /* zero */
+    uint64_t unused : 10;    /* zero */
     uint64_t time_ns;        /* clock_coarse_ns() at allocation */
     uint32_t stack_id;       /* interned stack, 0 = none */
     uint32_t tid;            /* kernel thread id of the allocating thread */
@@ -348,6 +348,9 @@ static uint32_t rec_take(shard_t *s)
 
 static void rec_export(const rec_t *r, ledger_record_t *out);
 
+/* 1 when live record r is tagged: its check word is set (never 0 then). */
+static int rec_tagged(const rec_t *r) { return r->check != 0; }
+
 /* A record's check word: 0 unless it is live and tagged, then 16 bits of its address's hash h
  * (addr_hash), never 0. */
 static uint16_t tag_check_of(uint64_t h) { return (uint16_t)(h >> 48) | 1u; }
@@ -366,7 +369,7 @@ static uint32_t handle_of(const shard_t *s, uint32_t n)
 
 static void rec_fill(rec_t *r, uintptr_t addr, int device, size_t requested, size_t granted,
                      enum vocab_entry entry, enum vocab_origin origin, uint32_t stack_id,
-                     uint64_t time_ns, uint64_t seq, uint32_t tid, int tagged)
+                     uint64_t time_ns, uint64_t seq, uint32_t tid, uint16_t check)
 {
     r->addr = addr;
     r->requested = requested > SIZE_MAX48 ? SIZE_MAX48 : requested;
@@ -374,10 +377,9 @@ static void rec_fill(rec_t *r, uintptr_t addr, int device, size_t requested, siz
     r->granted = granted > SIZE_MAX48 ? SIZE_MAX48 : granted;
     r->entry = (unsigned)entry & 15u;
     r->origin = (unsigned)origin & 3u;
-    r->tagged = tagged ? 1u : 0u;
     r->unused = 0;
     r->seq = seq;
-    r->check = 0; /* (a tagged record's is set by its caller, which has the hash) */
+    r->check = check; /* 0: untagged; tag_check_of(hash): tagged */
     r->time_ns = time_ns;
     r->stack_id = stack_id;
     r->tid = tid;
@@ -464,8 +466,7 @@ uint32_t ledger_record_alloc_tagged(uintptr_t addr, int device, size_t requested
     if (n != UINT32_MAX) {
         rec_t *r = rec_at(s, n);
         rec_fill(r, addr, device, requested, granted, entry, origin, stack_id, time_ns, seq, tid,
-                 1);
-        r->check = tag_check_of(h);
+                 tag_check_of(h));
         s->live++;
         s->tagged++;
         handle = handle_of(s, n);
@@ -505,13 +506,9 @@ static void tagged_release(shard_t *s, uint32_t n)
  * and the free-list link).  At 100,000 live that line is cold (a free picks a block allocated
  * long ago).  The check word refuses a stale or repeated handle and, but for one chance in
  * 32,768, a handle given with another block's address; ledger_check compares the full address
- * with the block's tag.  It used to live in an array of its own (2 bytes a record) so that the
- * release only stored into the record: but that array missed the caches too at 100,000 live
- * (perf: 92 % of this function's samples on its load), and the record's stores, left in the
- * store buffer, were paid at the pool's compare-and-swap right after (the lock-free free's claim
- * waits for them).  With the check word in the record, one line instead of two: LL misses per
- * pair through the shim 8.4 -> 7.3 (cachegrind, 512 KiB last level, bench_shim --child loop
- * 100000, backtraces off), untimed mean per pair 473 -> 439 ns (medians of 8 alternated runs). */
+ * with the block's tag.  In an array of its own (so that the release only stored into the
+ * record) it cost a second cold line, and the record's stores were paid anyway at the pool's
+ * compare-and-swap right after: docs/bench.md, "Measured changes". */
 int ledger_release_tagged(uint32_t handle, uintptr_t addr)
 {
     shard_t *s;
@@ -611,7 +608,7 @@ void ledger_drop_device(int device)
         for (uint32_t n = 0; n < s->carved && s->live; n++) {
             rec_t *r = rec_at(s, n);
             if (!r->addr || rec_device(r) != device) continue;
-            if (r->tagged) {
+            if (rec_tagged(r)) {
                 tagged_release(s, n);
                 continue;
             }
@@ -892,7 +889,7 @@ int ledger_check(char *why, size_t why_len)
             ledger_record_t e;
             if (r->addr) rec_export(r, &e);
             uint64_t h = r->addr ? addr_hash(r->addr) : 0;
-            if (r->check != (r->addr && r->tagged ? tag_check_of(h) : 0))
+            if (r->check != (r->addr && rec_tagged(r) ? tag_check_of(h) : 0))
                 FAIL("shard %d: record %u: check word %#x", k, n, (unsigned)r->check);
             if (ledger_file_check_slot((unsigned)k, n, r->addr ? &e : NULL))
                 FAIL("shard %d: record %u differs from its slot in the ledger file", k, n);
@@ -907,7 +904,7 @@ int ledger_check(char *why, size_t why_len)
                          (unsigned long)r->addr, shard_index(o));
             }
             long slot = index_find(s, r->addr, h);
-            if (r->tagged) {
+            if (rec_tagged(r)) {
                 tagged++;
                 if (slot >= 0)
                     FAIL("shard %d: tagged record %u (addr %#lx) is in the index too", k, n,
