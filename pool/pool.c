@@ -354,7 +354,7 @@ static inline int alloc_any(pool_t *p, size_t requested, size_t granted, uintptr
                 pool_cache_count(c, k, granted, requested, +1);
                 pool_cache_leave(c);
                 *out = e.addr;
-                if (tag_word) *tag_word = e.tag;
+                if (tag_word) *tag_word = slab_rec_tag(e.rec);
                 return POOL_OK;
             }
             pool_cache_leave(c);
@@ -411,7 +411,7 @@ static int free_locked(pool_t *p, cache_t *c, uintptr_t addr, size_t *granted_ou
                 }
                 if (granted_out) *granted_out = g;
                 if (requested_out) *requested_out = r;
-                if (tell) tell(ctx, __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED), 1);
+                if (tell) tell(ctx, __atomic_load_n(slab_rec_tag(rec), __ATOMIC_RELAXED), 1);
                 if (c && pg->cls < SLAB_CACHE_CLASSES && !escaped) {
                     pool_cache_push(p, c, pg, (uint32_t)idx, addr);
                     pool_cache_count(c, slab_class_of(desc_align(g)), g, r, -1);
@@ -476,7 +476,7 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
         slab_slot_t s = __atomic_load_n(rec, __ATOMIC_RELAXED);
         int live = slab_record_live(s) && (s >> SLAB_SLOT_GBITS) != SLAB_REQ_ESCAPE;
         if (live && tell) { /* still live: nobody else can be handed it yet */
-            uint32_t tag = __atomic_load_n(slab_rec_tag(pg, rec), __ATOMIC_RELAXED);
+            uint32_t tag = __atomic_load_n(slab_rec_tag(rec), __ATOMIC_RELAXED);
             if (slab_gen_same(pg, f.gen)) { /* else the locked path decides and tells */
                 tell(ctx, tag, 0);
                 tell = NULL;
@@ -537,7 +537,7 @@ int pool_block_tag(pool_t *p, uintptr_t addr, uint32_t *tag)
     slab_found_t f;
     if (slab_rec_find(&p->slab, addr, &f)) {
         slab_slot_t s = __atomic_load_n(f.rec, __ATOMIC_RELAXED);
-        uint32_t t = __atomic_load_n(slab_rec_tag(f.pg, f.rec), __ATOMIC_RELAXED);
+        uint32_t t = __atomic_load_n(slab_rec_tag(f.rec), __ATOMIC_RELAXED);
         if (slab_gen_same(f.pg, f.gen)) { /* else the page changed: ask under the lock */
             if (!slab_record_live(s)) return POOL_ENOTLIVE;
             *tag = t;

@@ -291,7 +291,7 @@ int pool_cache_refill(pool_t *p, cache_t *c, unsigned k, size_t granted, size_t 
     slab_record_set(e.rec, slab_slot_record(granted, requested));
     pool_cache_count(c, k, granted, requested, +1);
     *out = e.addr;
-    if (tag_out) *tag_out = e.tag;
+    if (tag_out) *tag_out = slab_rec_tag(e.rec);
     return 1;
 }
 

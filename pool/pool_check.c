@@ -144,7 +144,7 @@ static int ent_names_cached_slot(const pool_t *p, cache_ent_t e, unsigned cl)
     long idx = pg ? slab_slot_index(pg, e.addr) : -1;
     if (idx < 0 || pg->cls != cl || !slot_cached(pg, (uint32_t)idx)) return 0;
     cache_ent_t want = cache_ent_of(pg, idx, e.addr);
-    return e.rec == want.rec && e.tag == want.tag && e.pg == want.pg;
+    return e.rec == want.rec && e.pg == want.pg;
 }
 
 static void ext_slot_run(chk_t *c, size_t bytes)
@@ -247,7 +247,6 @@ static void check_page(chk_t *c, const desc_t *b)
     if (pg->slot != g->slot || pg->nslots < g->min_slots || pg->nslots > g->max_slots ||
         pg->inv != g->inv || pg->nwords != (pg->nslots + 63) / 64 ||
         pg->recw != slab_rec_words(pg->nwords) || pg->rshift != slab_rec_shift(pg->nslots) ||
-        pg->tagoff != slab_rec_bytes(pg->nslots, pg->rshift) ||
         pg->span != (size_t)g->slot * pg->nslots || pg->span < SLAB_PAGE_MIN) {
         viol(c, "page %#lx: geometry differs from class %u", (unsigned long)pg->addr, pg->cls);
         return;

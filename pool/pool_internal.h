@@ -119,14 +119,13 @@ _Static_assert(CACHE_MAG_MIN >= 2, "a full magazine gives at least one block bac
  * compares each entry with what cache_ent_of makes. */
 typedef struct cache_ent {
     uintptr_t addr;   /* the slot's address */
-    slab_slot_t *rec; /* its record (SLAB_SLOT_CACHED while here) */
-    uint32_t *tag;    /* its tag word (slab_tag) */
+    slab_slot_t *rec; /* its record (SLAB_SLOT_CACHED while here; its tag follows it) */
     slab_page_t *pg;  /* its page (live while the slot is cached: the page counts the slot) */
 } cache_ent_t;
 /* The entry of the slot of pg at addr whose record is rec. */
 static inline cache_ent_t cache_ent_rec(slab_page_t *pg, slab_slot_t *rec, uintptr_t addr)
 {
-    return (cache_ent_t){addr, rec, slab_rec_tag(pg, rec), pg};
+    return (cache_ent_t){addr, rec, pg};
 }
 /* The entry of slot idx of pg (at addr). */
 static inline cache_ent_t cache_ent_of(slab_page_t *pg, long idx, uintptr_t addr)

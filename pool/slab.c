@@ -291,8 +291,8 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     uint32_t id = id_peek(s);
     if (!id) return NULL;
     uint32_t recw = slab_rec_words(nwords), rshift = slab_rec_shift(n);
-    size_t rec_bytes = slab_rec_bytes(n, rshift); /* and as many for the tags */
-    size_t bytes = sizeof(slab_page_t) + recw * sizeof(uint64_t) + 2 * rec_bytes;
+    size_t rec_bytes = slab_rec_bytes(n, rshift); /* the tags included */
+    size_t bytes = sizeof(slab_page_t) + recw * sizeof(uint64_t) + rec_bytes;
     unsigned order;
     slab_page_t *pg = page_mem_get(s, bytes, &order);
     if (!pg) return NULL;
@@ -319,7 +319,6 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
     __atomic_store_n(&pg->nwords, (uint8_t)nwords, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->recw, (uint8_t)recw, __ATOMIC_RELAXED);
     __atomic_store_n(&pg->rshift, (uint8_t)rshift, __ATOMIC_RELAXED);
-    __atomic_store_n(&pg->tagoff, (uint32_t)rec_bytes, __ATOMIC_RELAXED);
     pg->dirty = 1; /* its runs (all zero) are in the sums as they are */
     pg->blk = blk;
     pg->id = id;
@@ -328,9 +327,8 @@ slab_page_t *slab_page_new(slab_t *s, unsigned c)
         pg->bits[w] = left >= 64 ? ~0ull : (1ull << left) - 1;
     }
     pg->summary = nwords == 64 ? ~0ull : (1ull << nwords) - 1;
-    debug_assert_internal((uintptr_t)slab_rec(pg, 0) % 64 == 0 &&
-                          (uintptr_t)slab_tag(pg, 0) % 64 == 0);
-    memset(slab_rec(pg, 0), 0xff, rec_bytes);                               /* SLAB_SLOT_FREE */
+    debug_assert_internal((uintptr_t)slab_rec(pg, 0) % 64 == 0);
+    memset(slab_rec(pg, 0), 0xff, rec_bytes); /* records SLAB_SLOT_FREE, tags all ones */
     __atomic_store_n(&pg->gen, pg->gen + (pg->gen & 1u), __ATOMIC_RELEASE); /* even: written */
     s->page_by_id[id] = pg;
     s->last_addr = pg->addr;

@@ -36,13 +36,14 @@
  * geometry line (never written while the page lives, so threads freeing into one page do not
  * bounce it) and one 4-byte slot record; an alloc under the lock the class, the head page's
  * state line (live count, summary, the first 6 bitmap words), one bitmap word and one record;
- * a thread's cache touches only the record of the slot it hands out or takes back.  The records
- * and the tags start a cache line each, a page has at least 4 lanes (slots whose records share
- * a line: 16, or fewer on a small page, below), and a thread cache's refill takes slots from a
- * lane of its own while the page has untouched lanes (slab_lane_pick), so the fast paths of
- * two threads allocating from one page do not write one line (two threads, each with 1,000
- * blocks of 64 B - 64 KiB on shared pages: the load of the freed slot's record took 60 % of a
- * free's perf samples when refills took the lowest free slots).
+ * a thread's cache touches only the record of the slot it hands out or takes back (and its tag,
+ * beside it on the same line).  The records start a cache line, a page has at least 4 lanes
+ * (slots whose records share a line: 8, or fewer on a small page, below), and a thread cache's
+ * refill takes slots from a lane of its own while the page has untouched lanes
+ * (slab_lane_pick), so the fast paths of two threads allocating from one page do not write one
+ * line (two threads, each with 1,000 blocks of 64 B - 64 KiB on shared pages: the load of the
+ * freed slot's record took 60 % of a free's perf samples when refills took the lowest free
+ * slots).
  * Invariants (pool_check): a page's bitmap has nslots - live bits set and none past nslots;
  * summary bit w <=> bits[w] != 0; a page is on its class's partial list iff 0 < live < nslots;
  * a page with live == 0 exists only on its class's cached list (<= SLAB_CACHE_PAGES); every
@@ -169,8 +170,6 @@ struct slab_page {
     uint8_t recw;                /* words from bits[] to the records (slab_rec_words) */
     uint8_t rshift;              /* log2 of the bytes from one slot's record (and tag) to the
                                     next: slab_rec_shift(nslots) */
-    uint32_t tagoff;             /* bytes from a slot's record to its tag: slab_rec_bytes (kept,
-                                    not derived, so that a tag is one add from its record) */
     uint32_t gen;                /* incarnation of this memory: odd while slab_page_new rewrites
                                     it for a new page, +2 per reuse (slab_rec_find) */
     /* state, under the pool lock: the alloc path's line */
@@ -179,31 +178,30 @@ struct slab_page {
     uint64_t summary;           /* bit w set iff bits[w] != 0 */
     uint64_t bits[];            /* [nwords] bit set = slot free; bits past nslots are 0; then,
                                     from the next cache line (recw words from bits), the sizes
-                                    of the live slots (slab_rec), then their tags (slab_tag,
-                                    pool_alloc_tagged): slab_rec_bytes each */
+                                    of the live slots (slab_rec), each followed by its tag
+                                    (slab_tag, pool_alloc_tagged): slab_rec_bytes in all */
 };
 
-/* Lanes: the slots whose records share one cache line (and whose tags share one): a page's
- * records (and tags) are 2^rshift bytes apart, so lane l is slots [l w, l w + w) with
- * w = 64 >> rshift slots.  w is as large as a line allows (16: 4-byte records side by side)
- * when the page has at least 4 x 16 slots; a smaller page gets narrower lanes (its records
- * spaced out), at least 4 of them while it has 4 slots: a page of 16 slots of 16 KiB has 4
- * lanes of 4, one of 2 slots of 128 KiB 2 lanes of 1.  The records and the tags start a line
- * each, so thread caches that refill from lanes of their own (pool_cache_refill,
+/* Lanes: the slots whose records (and tags) share one cache line: a page's records are
+ * 2^rshift bytes apart, each followed at once by its 4-byte tag, so lane l is slots
+ * [l w, l w + w) with w = 64 >> rshift slots.  w is as large as a line allows (8: a record and
+ * its tag side by side, 8 bytes a slot) when the page has at least 4 x 8 slots; a smaller page
+ * gets narrower lanes (its records spaced out), at least 4 of them while it has 4 slots: a page
+ * of 16 slots of 16 KiB has 4 lanes of 4, one of 2 slots of 128 KiB 2 lanes of 1.  The records
+ * start a line, so thread caches that refill from lanes of their own (pool_cache_refill,
  * slab_lane_pick) write lines no other thread's fast path writes.  Wider lanes keep one
- * thread's consecutive slots (a refill's) on fewer lines.  The price for one thread
- * (cachegrind, pool/ alone, one thread, free + alloc pairs): L1 data misses per pair 4.7
- * against 4.2 with every page's records side by side at 1,000 live of 512 B - 1 MiB (small
- * pages), 6.2 against 6.1 at 100,000 of 512 B - 256 KiB; about 6 instructions fewer. */
-#define SLAB_LANE 16u /* the widest lane: 64 / sizeof(slab_slot_t) */
-_Static_assert(SLAB_LANE * sizeof(slab_slot_t) == 64 && SLAB_LANE * sizeof(uint32_t) == 64,
-               "a lane's records fill one line, its tags another");
+ * thread's consecutive slots (a refill's) on fewer lines.  A tag beside its record: a tagged
+ * free or allocation (the shim's) touches one line for both, where a tag array of its own cost a
+ * second cold line (docs/bench.md, "Tags beside their records"). */
+#define SLAB_LANE 8u /* the widest lane: a record and its tag side by side, 8 to a line */
+_Static_assert((sizeof(slab_slot_t) + sizeof(uint32_t)) * SLAB_LANE == 64,
+               "a lane's records and tags fill one line");
 #define SLAB_LANES_MIN 4u /* lanes a page gets at least, while it has that many slots */
 /* log2 of the bytes from one slot's record to the next in a page of nslots slots: the widest
  * lanes (a power of two, at most SLAB_LANE slots) that still make SLAB_LANES_MIN of them. */
 static inline uint32_t slab_rec_shift(uint32_t nslots)
 {
-    uint32_t w = SLAB_LANE, shift = 2u;
+    uint32_t w = SLAB_LANE, shift = 3u;
     while (w > 1u && nslots < w * SLAB_LANES_MIN) {
         w >>= 1;
         shift++;
@@ -323,16 +321,16 @@ static inline void slab_record_unclaim(slab_slot_t *rec, slab_slot_t live)
     slab_slot_t mine = SLAB_SLOT_CACHED;
     __atomic_compare_exchange_n(rec, &mine, live, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
-/* The tag word of the slot whose record is rec (pool_alloc_tagged): the tags follow the
- * records, 2^rshift bytes apart like them; tagoff read with SLAB_GEO, so the lock-free lookup
- * (pool_block_tag) may call it. */
-static inline uint32_t *slab_rec_tag(const slab_page_t *pg, const slab_slot_t *rec)
+/* The tag word of the slot whose record is rec (pool_alloc_tagged): the 4 bytes after the
+ * record (on its line: records are at least 8 bytes apart and start a line), so the lock-free
+ * lookup (pool_block_tag) may call it. */
+static inline uint32_t *slab_rec_tag(const slab_slot_t *rec)
 {
-    return (uint32_t *)(uintptr_t)((const char *)rec + SLAB_GEO(pg, tagoff));
+    return (uint32_t *)(uintptr_t)(rec + 1);
 }
 static inline uint32_t *slab_tag(const slab_page_t *pg, size_t idx)
 {
-    return slab_rec_tag(pg, slab_rec(pg, idx));
+    return slab_rec_tag(slab_rec(pg, idx));
 }
 
 /* The page the granule table names for addr, or NULL: the page that may hold it (its bounds
