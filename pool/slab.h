@@ -193,15 +193,16 @@ struct slab_page {
  * thread's consecutive slots (a refill's) on fewer lines.  A tag beside its record: a tagged
  * free or allocation (the shim's) touches one line for both, where a tag array of its own cost a
  * second cold line (docs/bench.md, "Tags beside their records"). */
-#define SLAB_LANE 8u /* the widest lane: a record and its tag side by side, 8 to a line */
-_Static_assert((sizeof(slab_slot_t) + sizeof(uint32_t)) * SLAB_LANE == 64,
-               "a lane's records and tags fill one line");
+#define SLAB_REC_SHIFT_MIN 3u /* log2 of 8 bytes: a record and its tag side by side */
+#define SLAB_LANE (64u >> SLAB_REC_SHIFT_MIN) /* the widest lane: 8 slots to a line */
+_Static_assert(sizeof(slab_slot_t) + sizeof(uint32_t) == 1u << SLAB_REC_SHIFT_MIN,
+               "a record and its tag fill the narrowest spacing");
 #define SLAB_LANES_MIN 4u /* lanes a page gets at least, while it has that many slots */
 /* log2 of the bytes from one slot's record to the next in a page of nslots slots: the widest
  * lanes (a power of two, at most SLAB_LANE slots) that still make SLAB_LANES_MIN of them. */
 static inline uint32_t slab_rec_shift(uint32_t nslots)
 {
-    uint32_t w = SLAB_LANE, shift = 3u;
+    uint32_t w = SLAB_LANE, shift = SLAB_REC_SHIFT_MIN;
     while (w > 1u && nslots < w * SLAB_LANES_MIN) {
         w >>= 1;
         shift++;
@@ -322,8 +323,8 @@ static inline void slab_record_unclaim(slab_slot_t *rec, slab_slot_t live)
     __atomic_compare_exchange_n(rec, &mine, live, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 /* The tag word of the slot whose record is rec (pool_alloc_tagged): the 4 bytes after the
- * record (on its line: records are at least 8 bytes apart and start a line), so the lock-free
- * lookup (pool_block_tag) may call it. */
+ * record, on its line (records are at least 8 bytes apart and start a line); no geometry read,
+ * so the lock-free paths may call it. */
 static inline uint32_t *slab_rec_tag(const slab_slot_t *rec)
 {
     return (uint32_t *)(uintptr_t)(rec + 1);
