@@ -342,7 +342,8 @@ static inline void pool_cache_count(cache_t *c, unsigned k, size_t granted, size
         m->live_bytes += granted;
         c->alloc_bytes += granted;
         c->req_bytes += requested;
-        if (c->base + c->alloc_bytes > c->hw) c->hw = c->base + c->alloc_bytes;
+        size_t now = c->base + c->alloc_bytes; /* a maximum without a branch (a cmov) */
+        c->hw = now > c->hw ? now : c->hw;
     } else {
         m->frees++;
         m->live_bytes -= granted;
