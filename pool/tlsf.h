@@ -44,6 +44,7 @@ typedef struct tlsf {
     uint64_t free_blocks;                       /* number of listed blocks */
     uint64_t bucket_free_blocks[POOL_NBUCKETS]; /* listed blocks per user bucket (by size) */
     uint64_t bucket_free_bytes[POOL_NBUCKETS];  /* their bytes */
+    desc_t *scratch; /* where a link to a missing neighbour is written: never read (below) */
 } tlsf_t;
 
 /* An empty heap of blocks in `state` (DESC_FREE or DESC_VOID); chunk_shift 0 or the log2 of
@@ -114,7 +115,8 @@ static inline void tlsf_insert(tlsf_t *h, desc_t *b)
     debug_assert_expensive(!tlsf_is_listed(h, b));
     b->free_prev = NULL;
     b->free_next = head;
-    if (head) head->free_prev = b;
+    desc_t **back = head ? &head->free_prev : &h->scratch; /* a conditional move, no branch */
+    *back = b;
     h->head[fl][sl] = b;
     h->sl_bitmap[fl] |= 1u << sl;
     h->fl_bitmap |= 1ull << fl;
@@ -134,15 +136,19 @@ static inline void tlsf_remove(tlsf_t *h, desc_t *b)
     debug_assert_internal(b->state == h->state);
     debug_assert_internal(b->free_prev ? b->free_prev->free_next == b : h->head[fl][sl] == b);
     debug_assert_internal(!b->free_next || b->free_next->free_prev == b);
-    if (b->free_prev)
-        b->free_prev->free_next = b->free_next;
-    else
-        h->head[fl][sl] = b->free_next;
-    if (b->free_next) b->free_next->free_prev = b->free_prev;
-    if (!h->head[fl][sl]) {
-        h->sl_bitmap[fl] &= ~(1u << sl);
-        if (!h->sl_bitmap[fl]) h->fl_bitmap &= ~(1ull << fl);
-    }
+    /* Whether b has list neighbours, and whether its class empties, depend on the heap's
+     * contents, in no order a branch predictor learns: the links are chosen as addresses
+     * (h->scratch standing in for a missing neighbour) and the bitmaps cleared by masks.
+     * Large blocks alone, 1,000 live of 256 KiB - 1 MiB, pool/ alone, untimed mean per
+     * free + malloc pair 93.5 -> 88.2 ns (three alternated runs; docs/bench.md). */
+    desc_t *prev = b->free_prev, *next = b->free_next;
+    desc_t **fwd = prev ? &prev->free_next : &h->head[fl][sl];
+    desc_t **back = next ? &next->free_prev : &h->scratch;
+    *fwd = next;
+    *back = prev;
+    uint32_t emptied = h->head[fl][sl] == NULL;
+    h->sl_bitmap[fl] &= ~(emptied << sl);
+    h->fl_bitmap &= ~((uint64_t)(h->sl_bitmap[fl] == 0) << fl);
     b->free_prev = b->free_next = NULL;
     h->free_bytes -= b->size;
     h->free_blocks--;
@@ -191,7 +197,7 @@ static inline desc_t *tlsf_find(const tlsf_t *h, size_t size)
     tlsf_mapping_units(u, &f0, &s0);
     desc_t *own = h->head[f0][s0];
     desc_t *rest = NULL;
-    desc_t *b = own ? tlsf_best_of(own, size, &rest) : NULL; /* step 1 */
+    desc_t *b = tlsf_best_of(own, size, &rest); /* step 1 (an empty list: NULL, rest NULL) */
     if (b) return b;
     size_t ur = u;
     if (u >= TLSF_SL_COUNT) ur = u + ((size_t)1 << (tlsf_msb64(u) - TLSF_SL_LOG2)) - 1;
