@@ -3,6 +3,9 @@
 #                               vs the seed's first fit; the vmm pool's slow paths (dlopen()s the
 #                               fake runtime for their cost over a runtime)
 #   $(BUILD)/bench/bench_frag   fragmentation and minimal pool size on the seed's tensor scenario
+#   bench/bench_knobs.sh        last: the pool rebuilt with one slab knob changed at a time
+#                               ($(BUILD)/knobs/NAME), its fragmentation and pair beside the
+#                               shipped build's (where the design trades one figure for another)
 # BENCH_ARGS_POOL (default empty = 200000 timed pairs) is passed to bench_pool.
 
 ifeq ($(SAN),)
@@ -27,6 +30,8 @@ bench: $(BENCH_TARGETS)
 	$(BUILD)/bench/bench_frag
 	@for b in $(filter-out $(BUILD)/bench/bench_pool $(BUILD)/bench/bench_frag,$(BENCH_TARGETS)); do \
 	    echo "== $$b"; $$b || exit 1; done
+	@echo "== bench/bench_knobs.sh"
+	MAKE='$(MAKE)' sh bench/bench_knobs.sh $(BUILD)
 else
 bench:
 	@echo "make bench: benchmarks run from the plain build only (drop SAN=$(SAN))" >&2; exit 1

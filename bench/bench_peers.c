@@ -40,6 +40,8 @@
  *        scale (default 1) multiplies the timed pairs, the warm-up, the
  *        1,000,000-live scenario's live count and the generated traces' lengths (e.g. 0.05 for
  *        a quick look); the default run takes 1 to 3 minutes on 2 loaded cores.
+ *        BENCH_PEERS_TRACE=FILE replays another trace file in section C in place of
+ *        traces/rmm_random.trace, BENCH_PEERS_TRACE_NAME its name in the tables (default "rmm").
  */
 #include <malloc.h>
 #include <pthread.h>
@@ -933,7 +935,7 @@ static void frag_family(ptrace_t *tr, int ntr, const frag_entry_t *fe, size_t nf
     fflush(stdout);
 }
 
-static void frag_section(double scale, const char *rmm_path)
+static void frag_section(double scale, const char *rmm_path, const char *rmm_name)
 {
     static const frag_entry_t fe[] = {
         {&g_npupool, &g_npupool_track}, {&peer_tlsf, &peer_tlsf},   {&peer_o1heap, &peer_o1heap},
@@ -948,8 +950,8 @@ static void frag_section(double scale, const char *rmm_path)
            "requested) per allocation\n");
     printf("   tensor: bench_frag's tensor trace, %zu allocations; mixed: 1,250 live blocks "
            "512 B..8 MiB log-uniform (about 11 live per npupool slab class), %zu replacements; "
-           "rmm: %s\n",
-           ntensor, npairs, rmm_path);
+           "%s: %s\n",
+           ntensor, npairs, rmm_name, rmm_path);
     printf("%-8s %-9s %9s %9s  %-20s %7s %11s\n", "trace", "allocator", "peak(s1)", "arena(s1)",
            "min/peak per seed", "median", "waste/block");
     ptrace_t tr[NSEEDS];
@@ -962,8 +964,8 @@ static void frag_section(double scale, const char *rmm_path)
         if (ptrace_mixed(&tr[s], 1250, npairs, (uint64_t)s + 1) != 0) exit(1);
     frag_family(tr, NSEEDS, fe, nfe, &np, &bf);
     for (int s = 0; s < NSEEDS; s++) ptrace_release(&tr[s]);
-    if (access(rmm_path, R_OK) != 0 || ptrace_load(&tr[0], rmm_path, "rmm") != 0) {
-        printf("rmm      skipped: %s cannot be read\n", rmm_path);
+    if (access(rmm_path, R_OK) != 0 || ptrace_load(&tr[0], rmm_path, rmm_name) != 0) {
+        printf("%-8s skipped: %s cannot be read\n", rmm_name, rmm_path);
         return;
     }
     frag_family(tr, 1, fe, nfe, &np, &bf);
@@ -977,6 +979,8 @@ int main(int argc, char **argv)
     if (!(scale > 0) || scale > 10) scale = 1.0;
     const char *rmm =
         getenv("BENCH_PEERS_TRACE") ? getenv("BENCH_PEERS_TRACE") : "traces/rmm_random.trace";
+    const char *rmm_name =
+        getenv("BENCH_PEERS_TRACE_NAME") ? getenv("BENCH_PEERS_TRACE_NAME") : "rmm";
     char load0[64], load1[64], cpu[256];
     read_loadavg(load0, sizeof load0);
     read_cpu_model(cpu, sizeof cpu);
@@ -1016,7 +1020,7 @@ int main(int argc, char **argv)
     const char *only = getenv("BENCH_PEERS_SECTIONS"); /* e.g. "C": fragmentation only */
     if (!only || strchr(only, 'A')) threads_section(scale, thr, nthr, ncpu);
     if (!only || strchr(only, 'B')) lat_section(scale, lat, n);
-    if (!only || strchr(only, 'C')) frag_section(scale, rmm);
+    if (!only || strchr(only, 'C')) frag_section(scale, rmm, rmm_name);
     read_loadavg(load1, sizeof load1);
     printf("\nload average at start %s, at end %s\n\n", load0, load1);
     printf("BENCH_PEERS kind=machine nproc=%ld cpu=\"%s\" load_start=\"%s\" load_end=\"%s\" "

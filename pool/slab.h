@@ -83,7 +83,9 @@
 #define SLAB_PAGE_MIN ((size_t)1 << SLAB_PAGE_SHIFT) /* no page is smaller than one granule */
 #define SLAB_PAGE_MAX ((size_t)4 << 20)              /* pages of 32+ slots, capped at 4 MiB */
 #define SLAB_PAGE_SLOTS 32u                          /* slots of a full-grown page, at least */
-#define SLAB_PAGE_GROW 4u                            /* a new page: class live slots / 4 slots */
+#ifndef SLAB_PAGE_GROW
+#define SLAB_PAGE_GROW 4u /* a new page: class live slots / 4 slots */
+#endif
 #define SLAB_CACHE_PAGES 2u                          /* empty pages a class keeps for reuse */
 #ifndef SLAB_PAGE_MIN_LIVE
 #define SLAB_PAGE_MIN_LIVE 8u /* a class gets a new page only with this many live blocks */

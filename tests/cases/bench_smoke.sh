@@ -19,3 +19,6 @@ run_bench 'BENCH_FRAG_VA seed=3' "$B/bench_frag" 100
 run_bench 'ledger file with' "$B/bench_ledger" 2000
 run_bench 'npupool / bestfit (medians)' "$B/bench_peers" 0.01
 run_bench 'goal: throughput per thread' "$B/bench_shim" --quick
+# one variant of the slab knobs (built in $BUILD/knobs/grow16), small runs
+run_bench 'BENCH_KNOBS variant=grow16 tensor=' env BENCH_KNOBS_ONLY=grow16 \
+    sh "$ROOT/bench/bench_knobs.sh" "$ABS_BUILD" 2000 0.01
