@@ -86,7 +86,7 @@
 #ifndef SLAB_PAGE_GROW
 #define SLAB_PAGE_GROW 4u /* a new page: class live slots / 4 slots */
 #endif
-#define SLAB_CACHE_PAGES 2u                          /* empty pages a class keeps for reuse */
+#define SLAB_CACHE_PAGES 2u /* empty pages a class keeps for reuse */
 #ifndef SLAB_PAGE_MIN_LIVE
 #define SLAB_PAGE_MIN_LIVE 8u /* a class gets a new page only with this many live blocks */
 #endif
