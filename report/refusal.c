@@ -13,9 +13,9 @@
  *     lists it, and the exit report is written whenever the last refusal got no report of its
  *     own, so the refusal a job died of is never lost.
  *   - A report that cannot be written at once because another report is being written (the
- *     refused thread never waits for the report lock: it might be holding a lock that report is
- *     waiting for, e.g. the loader's inside a library constructor) is deferred: the reporter
- *     thread writes it.  One deferred refusal is kept; one deferred in its place is counted as
+ *     refused thread never blocks on the report lock, it tries for 2 ms at most: it might be
+ *     holding a lock that report is waiting for, e.g. the loader's inside a library
+ *     constructor) is deferred: the reporter thread writes it.  One deferred refusal is kept; one deferred in its place is counted as
  *     suppressed.
  * Locking: rf.lock guards everything here.  It is a leaf: nothing is called while it is held
  * (only copies), so it may be taken under the report lock (report.c) and alone.

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,6 +355,8 @@ void report_at_finalize(void) { report_if_needed(WIRE_TRIGGER_FINALIZE); }
 
 /* ---- oom -------------------------------------------------------------------------------------- */
 
+#define OOM_LOCK_TRY_NS 2000000ull /* 2 ms: a refusal is rare and slow already */
+
 void report_oom(const report_oom_info_t *info)
 {
     if (!info) return;
@@ -362,12 +365,20 @@ void report_oom(const report_oom_info_t *info)
     if (!refusal_admit(info, rs_oom_max(), &c, &suppressed)) return;
     c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
     c.info.reason = c.reason;
-    /* Never wait for the report lock here (see refusal.c): write now, or hand it over. */
-    if (pthread_mutex_trylock(&rs.lock) == 0) {
-        write_locked(WIRE_TRIGGER_OOM, c.info.device, &c.info, suppressed, NULL);
-        pthread_mutex_unlock(&rs.lock);
-        return;
-    }
+    /* Never block on the report lock here (see refusal.c): write now, or hand it over.  Most of
+     * its holders hold it for a moment (the reporter thread reads its settings under it), and a
+     * report handed over describes the pool when the reporter writes it, not at the refusal
+     * (tests/cases/vmm_puzzle.sh saw its pool figures disagree with the refusal's under load):
+     * so try for up to OOM_LOCK_TRY_NS, yielding, before handing it over. */
+    uint64_t give_up = clock_mono_ns() + OOM_LOCK_TRY_NS;
+    do {
+        if (pthread_mutex_trylock(&rs.lock) == 0) {
+            write_locked(WIRE_TRIGGER_OOM, c.info.device, &c.info, suppressed, NULL);
+            pthread_mutex_unlock(&rs.lock);
+            return;
+        }
+        sched_yield();
+    } while (clock_mono_ns() < give_up);
     refusal_defer(&c);
     reporter_wake(REPORTER_WAKE_OOM);
 }
