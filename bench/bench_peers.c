@@ -8,6 +8,9 @@
  *   firstfit  the seed's first-fit pool (tools/firstfit.c): fragmentation table only
  *   glibc, mimalloc, jemalloc, tcmalloc   host mallocs (the last three dlopen()ed from Debian's
  *             packages when installed, else "skipped: ..."): latency table only
+ *   floor     the latency table's reference row (bench/peers/peer_floor.c), not a contender: one
+ *             word of host metadata per block read and written by a pair, nothing else; no goal
+ *             and no "best peer" is measured against it
  * A. Threads: 1, 8 and 64 threads, each with its own 1,000 live blocks of 64 B..64 KiB and its
  *    own sequence, all released together; cost = the thread's CPU time / its pairs (median over
  *    the threads), against one thread (goal: <= 2x at 8).  The arena peers, not thread-safe, are
@@ -25,6 +28,8 @@
  *    instance; the table gives the median over the runs of each run's median, p99, p99.9 and
  *    mean.  Then npupool's timed pairs by path (cache, locked, large: enum np_path), and the
  *    arena allocators' host metadata after the warm-up, in all and per live block (mallinfo2).
+ *    Last, the floor's figures beside the scaling goal: what reading the freed block's word
+ *    alone costs at 1,000 and at 1,000,000 live.
  *    Nothing of the bench's own runs between npupool's pairs that does not run between a
  *    peer's: the path needs the freed block's size, which pool_free answers.
  * C. Fragmentation: for each trace (bench/peers/ptrace.h: the tensor trace of bench_frag, a
@@ -457,14 +462,27 @@ static double figure_of(const lat_t *l, enum figure f)
     return f == FIG_MEDIAN ? l->median : f == FIG_P99 ? l->p99 : f == FIG_P999 ? l->p999 : l->mean;
 }
 
-/* Index of the peer (not npupool, entry 0) with the lowest figure f, or -1. */
+/* The floor (peer_floor.c) is a reference row: no goal and no "best peer" is it. */
+static int is_reference(const peer_ops_t *o) { return o == &peer_floor; }
+
+/* Index of the peer (not npupool, entry 0, nor the reference) with the lowest figure f, or
+ * -1. */
 static int best_peer(const contender_t *c, size_t n, enum figure f)
 {
     int best = -1;
     for (size_t i = 1; i < n; i++)
-        if (!c[i].med.failed && (best < 0 || figure_of(&c[i].med, f) < figure_of(&c[best].med, f)))
+        if (!c[i].med.failed && !is_reference(c[i].ops) &&
+            (best < 0 || figure_of(&c[i].med, f) < figure_of(&c[best].med, f)))
             best = (int)i;
     return best;
+}
+
+/* Index of the reference row, or -1. */
+static int reference_of(const contender_t *c, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        if (is_reference(c[i].ops) && !c[i].med.failed) return (int)i;
+    return -1;
 }
 
 typedef struct summary {
@@ -494,9 +512,11 @@ static void lat_scale(scenario_t *sc, contender_t *c, size_t n, summary_t *sum)
         if (m->failed) {
             printf("%-9zu %-14s %-9s  an allocation failed\n", sc->live, range, c[i].ops->name);
         } else {
-            printf("%-9zu %-14s %-9s %8.1f %8.1f %8.1f %8.1f %8.2f %8.2f\n", sc->live, range,
-                   c[i].ops->name, m->median, m->p99, m->p999, m->mean, c[0].med.median / m->median,
-                   c[0].med.mean / m->mean);
+            char rm[16] = "-", ra[16] = "-"; /* a ratio to 0 (the floor's median) is none */
+            if (m->median > 0) snprintf(rm, sizeof rm, "%.2f", c[0].med.median / m->median);
+            if (m->mean > 0) snprintf(ra, sizeof ra, "%.2f", c[0].med.mean / m->mean);
+            printf("%-9zu %-14s %-9s %8.1f %8.1f %8.1f %8.1f %8s %8s\n", sc->live, range,
+                   c[i].ops->name, m->median, m->p99, m->p999, m->mean, rm, ra);
         }
         bench_line("BENCH_PEERS kind=latency live=%zu lo=%zu hi=%zu alloc=%s runs=%d pairs=%zu "
                    "warm=%zu median_ns=%.1f p99_ns=%.1f p999_ns=%.1f mean_ns=%.2f failed=%d",
@@ -526,7 +546,8 @@ static void metadata_table(const summary_t *sum)
         int first = 1;
         for (size_t i = 0; i < sum[k].n; i++) {
             const contender_t *c = &sum[k].c[i];
-            if (!c->ops->arena || c->med.failed || c->med.host_bytes <= 0) continue;
+            if (!c->ops->arena || is_reference(c->ops) || c->med.failed || c->med.host_bytes <= 0)
+                continue;
             double per = c->med.host_bytes / (double)sum[k].live;
             printf("%-24s %-9s %10.2f %10.1f\n", first ? sum[k].label : "", c->ops->name,
                    c->med.host_bytes / MiB, per);
@@ -618,7 +639,8 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
         char names[256] = "";
         size_t at = 0;
         for (size_t i = 1; i < sum[k].n; i++)
-            if (!sum[k].c[i].med.failed && sum[k].c[i].med.p999 < sum[k].c[0].med.p999) {
+            if (!sum[k].c[i].med.failed && !is_reference(sum[k].c[i].ops) &&
+                sum[k].c[i].med.p999 < sum[k].c[0].med.p999) {
                 w++;
                 at +=
                     (size_t)snprintf(names + at, sizeof names - at, "%s%s %.1f", w > 1 ? ", " : "",
@@ -631,6 +653,19 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
     double ratio = np_big->median / np_1k->median;
     printf("goal: median at %zu live <= 1.5 x npupool's at 1,000 live: %.2f x: %s\n", sc[2].live,
            ratio, ratio <= 1.5 ? "met" : "not met");
+    int f1 = reference_of(sum[0].c, sum[0].n), fb = reference_of(sum[2].c, sum[2].n);
+    if (f1 > 0 && fb > 0) {
+        /* what reading the freed block's word costs at each scale, against that goal */
+        const lat_t *fl_1k = &sum[0].c[f1].med, *fl_big = &sum[2].c[fb].med;
+        printf("  the floor (one word of host metadata per block, read and written by a pair) at "
+               "1,000 live: median %.1f ns; at %zu live: %.1f ns, %.1f ns over its 1,000-live "
+               "figure, where the goal leaves npupool %.1f ns over its own (npupool: %.1f)\n",
+               fl_1k->median, sc[2].live, fl_big->median, fl_big->median - fl_1k->median,
+               0.5 * np_1k->median, np_big->median - np_1k->median);
+        bench_line("BENCH_PEERS kind=floor live_big=%zu floor_1k_ns=%.1f floor_big_ns=%.1f "
+                   "npupool_1k_ns=%.1f npupool_big_ns=%.1f",
+                   sc[2].live, fl_1k->median, fl_big->median, np_1k->median, np_big->median);
+    }
     bench_line("BENCH_PEERS kind=scaling live_big=%zu npupool_big_over_1k_median=%.3f "
                "npupool_big_over_1k_mean=%.3f",
                sc[2].live, np_big->median / np_1k->median, np_big->mean / np_1k->mean);
@@ -1017,6 +1052,8 @@ int main(int argc, char **argv)
     const peer_ops_t *thr[MAX_ALLOCS];
     size_t nthr = 0;
     for (size_t i = 0; i < n; i++) thr[nthr++] = lat[i] == &peer_glibc ? &peer_glibc_plain : lat[i];
+    lat[n++] = &peer_floor; /* the latency table's reference row */
+    printf("  %-9s %s\n", peer_floor.name, peer_floor.about);
     const char *only = getenv("BENCH_PEERS_SECTIONS"); /* e.g. "C": fragmentation only */
     if (!only || strchr(only, 'A')) threads_section(scale, thr, nthr, ncpu);
     if (!only || strchr(only, 'B')) lat_section(scale, lat, n);

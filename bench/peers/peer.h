@@ -60,6 +60,18 @@ extern const peer_ops_t peer_tlsf;
 extern const peer_ops_t peer_o1heap;
 extern const peer_ops_t peer_bestfit;
 
+/* bench_peers' reference row, not a contender and not in peer_arenas: the least a pair with
+ * host metadata can cost (peer_floor.c).  Its instance is here for the unit test, which
+ * corrupts one to see its check() object. */
+extern const peer_ops_t peer_floor;
+typedef struct floor_peer {
+    uint64_t *word;  /* [cap] slot i's size, 0 when free */
+    uint32_t *stack; /* [cap] free slot numbers, LIFO; `top` of them */
+    size_t top;      /* free slots on the stack */
+    size_t used;     /* slots ever handed out: [0, used) */
+    size_t cap;      /* entries of word and stack */
+} floor_peer_t;
+
 /* The arena peers, NULL-terminated (the unit test and bench_peers iterate over it). */
 extern const peer_ops_t *const peer_arenas[];
 

@@ -9,7 +9,7 @@
 
 PEERS_INC  := $(BASE_INC) -Ibench/peers
 PEERS_SRCS := bench/peers/pblock.c bench/peers/peer_tlsf.c bench/peers/peer_o1heap.c \
-              bench/peers/peer_bestfit.c bench/peers/peer_host.c
+              bench/peers/peer_bestfit.c bench/peers/peer_floor.c bench/peers/peer_host.c
 PEERS_OBJS := $(PEERS_SRCS:%.c=$(BUILD)/obj/%.o)
 $(BUILD)/obj/bench/peers/%.o: INC := $(PEERS_INC) -Itools
 

@@ -10,6 +10,8 @@
  * Freeing a non-block must fail and change nothing.  After everything is freed, the range
  * must be one FREE block again (full coalescing).  Last, the checker itself must catch a
  * corrupted tiling, so that a broken peer cannot pass by a silent check().
+ * The floor (peer_floor.c, bench_peers' reference row) is no arena allocator: it gets a test of
+ * its own (distinct slots, sizes kept, misuse refused, its check catching a broken stack).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -228,6 +230,58 @@ static void test_check_catches(void **state)
     o->destroy(p);
 }
 
+/* The floor: random pairs against the model (slots distinct and aligned, the live count and
+ * the free stack agree), misuse refused without a change, and check() catching a slot that is
+ * both live and on the free stack. */
+static void test_floor(void **state)
+{
+    (void)state;
+    const peer_ops_t *o = &peer_floor;
+    void *p = o->create(0);
+    assert_non_null(p);
+    static uintptr_t at[512];
+    size_t n = 0;
+    uint64_t seed = 7;
+    peer_stats_t st;
+    char why[256];
+    for (int k = 0; k < 20000; k++) {
+        if (n < 512 && (n == 0 || ptrace_rand(&seed) % 2)) {
+            size_t size = 1 + (size_t)(ptrace_rand(&seed) % ((size_t)1 << 20));
+            assert_int_equal(o->alloc(p, size, &at[n]), 0);
+            assert_int_equal(at[n] % ((uintptr_t)1 << 20), 0);
+            for (size_t j = 0; j < n; j++) assert_true(at[j] != at[n]);
+            assert_int_equal(o->block_size(p, at[n]), (size_t)1 << 20);
+            n++;
+        } else {
+            size_t j = (size_t)(ptrace_rand(&seed) % n);
+            assert_int_equal(o->free(p, at[j]), 0);
+            assert_int_equal(o->free(p, at[j]), -1); /* twice: refused */
+            assert_int_equal(o->block_size(p, at[j]), 0);
+            at[j] = at[--n];
+        }
+        assert_int_equal(o->check(p, &st, why, sizeof why), 0);
+        assert_int_equal(st.live_blocks, n);
+    }
+    uintptr_t x;
+    assert_int_equal(o->alloc(p, 0, &x), -1);
+    assert_int_equal(o->alloc(p, ((size_t)1 << 20) + 1, &x), -1);
+    assert_int_equal(o->free(p, n ? at[0] + 64 : 64), -1); /* not a block's start */
+    assert_int_equal(o->free(p, (uintptr_t)1 << 50), -1);  /* beyond every slot */
+    assert_int_equal(o->check(p, &st, why, sizeof why), 0);
+    assert_int_equal(st.live_blocks, n);
+    /* a live slot pushed on the free stack behind the peer's back */
+    assert_true(n > 0);
+    assert_int_equal(o->free(p, at[0]), 0);
+    assert_int_equal(o->alloc(p, 100, &x), 0); /* takes the slot just freed (LIFO) */
+    assert_int_equal(x, at[0]);
+    floor_peer_t *f = p;
+    f->stack[f->top++] = (uint32_t)(x >> 20);
+    assert_true(o->check(p, &st, why, sizeof why) > 0);
+    f->top--;
+    assert_int_equal(o->check(p, &st, why, sizeof why), 0);
+    o->destroy(p);
+}
+
 /* One test per (peer, function), named after both. */
 #define PEER_TEST(peer, fn)                                 \
     {                                                       \
@@ -248,6 +302,7 @@ int main(void)
         PEER_TESTS(test_random),
         PEER_TESTS(test_small_churn),
         PEER_TESTS(test_check_catches),
+        cmocka_unit_test(test_floor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
