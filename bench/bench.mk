@@ -3,6 +3,8 @@
 #                               vs the seed's first fit; the vmm pool's slow paths (dlopen()s the
 #                               fake runtime for their cost over a runtime)
 #   $(BUILD)/bench/bench_frag   fragmentation and minimal pool size on the seed's tensor scenario
+#   bench/settle.sh             before each program: waits (at most 4 minutes each) until the
+#                               1-minute load average is below 1, and prints it
 #   bench/bench_knobs.sh        last: the pool rebuilt with one slab knob changed at a time
 #                               ($(BUILD)/knobs/NAME), its fragmentation and pair beside the
 #                               shipped build's (where the design trades one figure for another)
@@ -26,11 +28,13 @@ $(BUILD)/bench/bench_frag: $(BUILD)/obj/bench/bench_frag.o $(BUILD)/obj/tools/fi
 BENCH_TARGETS += $(BUILD)/bench/bench_pool $(BUILD)/bench/bench_frag
 
 bench: $(BENCH_TARGETS)
+	@sh bench/settle.sh
 	$(BUILD)/bench/bench_pool $(BENCH_ARGS_POOL)
 	$(BUILD)/bench/bench_frag
 	@for b in $(filter-out $(BUILD)/bench/bench_pool $(BUILD)/bench/bench_frag,$(BENCH_TARGETS)); do \
-	    echo "== $$b"; $$b || exit 1; done
+	    echo "== $$b"; sh bench/settle.sh; $$b || exit 1; done
 	@echo "== bench/bench_knobs.sh"
+	@sh bench/settle.sh
 	MAKE='$(MAKE)' sh bench/bench_knobs.sh $(BUILD)
 else
 bench:
