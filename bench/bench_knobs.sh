@@ -65,17 +65,23 @@ awk -v live=20000 -v reps=40000 -v lo=512 -v hi=65536 'BEGIN {
     }
 }' >"$DENSE"
 
-# The figures of one build directory's benchmarks, as "key=value ..." on one line; $2 = the
-# allocator whose fragmentation lines to read (npupool, or bestfit for the reference).
-figures() { # $1 = bench directory, $2 = allocator
-    frag=$(BENCH_PEERS_SECTIONS=C "$1/bench_peers" "$SCALE") || return 1
-    dense=$(BENCH_PEERS_SECTIONS=C BENCH_PEERS_TRACE="$DENSE" BENCH_PEERS_TRACE_NAME=dense \
+# One build directory's fragmentation runs (bench_peers section C on its traces, then on the
+# dense one): their output into FRAG and DENSE_FRAG, for figures() to read.
+run_frag() { # $1 = bench directory
+    FRAG=$(BENCH_PEERS_SECTIONS=C "$1/bench_peers" "$SCALE") || return 1
+    DENSE_FRAG=$(BENCH_PEERS_SECTIONS=C BENCH_PEERS_TRACE="$DENSE" BENCH_PEERS_TRACE_NAME=dense \
         "$1/bench_peers" "$SCALE") || return 1
+}
+
+# The figures of one allocator in the last run_frag's output (and, for npupool, the build
+# directory's bench_pool pair), as "key=value ..." on one line; $2 = npupool, or bestfit for the
+# reference (every bench_peers run has it: the shipped build's serves).
+figures() { # $1 = bench directory, $2 = allocator
     pair=
     [ "$2" = npupool ] && { pair=$("$1/bench_pool" "$PAIRS") || return 1; }
     {
-        printf '%s\n' "$frag" | grep "^BENCH_PEERS kind=frag .*alloc=$2 "
-        printf '%s\n' "$dense" | grep "^BENCH_PEERS kind=frag trace=dense .*alloc=$2 "
+        printf '%s\n' "$FRAG" | grep "^BENCH_PEERS kind=frag .*alloc=$2 "
+        printf '%s\n' "$DENSE_FRAG" | grep "^BENCH_PEERS kind=frag trace=dense .*alloc=$2 "
         printf '%s\n' "$pair" | grep '^BENCH_POOL .*alloc=npupool ' || true
     } | awk '
         function val(k,   i, kv) {
@@ -125,7 +131,8 @@ echo "blocks per size class); pair median / untimed mean in ns as in bench_pool 
 echo "pairs); the shipped build, and best fit for reference, measured the same way in this run"
 printf '%-10s %-48s %6s %6s %8s %6s %8s %6s %13s %13s\n' variant "what it changes" tensor \
     mixed waste dense waste rmm "1,000 live" "100,000 live"
-reference=$(figures "$BUILD/bench" bestfit) || { echo "bench_knobs: $BUILD/bench did not run" >&2; exit 1; }
+run_frag "$BUILD/bench" || { echo "bench_knobs: $BUILD/bench did not run" >&2; exit 1; }
+reference=$(figures "$BUILD/bench" bestfit) || exit 1
 row bestfit "best fit (bench/peers/peer_bestfit.c), reference" "$reference"
 shipped=$(figures "$BUILD/bench" npupool) || exit 1
 row shipped "8 classes per power of two, pages at 8 live" "$shipped"
@@ -139,6 +146,10 @@ while IFS='|' read -r name flags what; do
         echo "bench_knobs: the $name variant ($flags) did not build; log: $dir/build.log" >&2
         exit 1
     fi
+    run_frag "$dir/bench" || {
+        echo "bench_knobs: the $name variant did not run" >&2
+        exit 1
+    }
     got=$(figures "$dir/bench" npupool) || {
         echo "bench_knobs: the $name variant did not run" >&2
         exit 1
