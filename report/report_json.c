@@ -24,6 +24,7 @@
 
 #include "report_cjson.h"
 #include "buildid.h"
+#include "clock.h"
 #include "fmt.h"
 #include "ledger_py.h"
 #include "rank.h"
@@ -707,6 +708,11 @@ static cJSON *build_oom(jb_t *b, const report_input_t *in, symbolizer_t *sym, tb
     str(b, j, "reason", o->reason ? o->reason : "");
     num(b, j, "stack_id", o->stack_id);
     unum(b, j, "reports_suppressed", in->oom_suppressed);
+    /* The sections beside this one describe the moment of writing: say how long after the
+     * refusal that was (a report handed to the reporter thread is written later). */
+    uint64_t now = clock_mono_ns();
+    num(b, j, "written_after_refusal_ms",
+        o->refused_ns && now > o->refused_ns ? (double)(now - o->refused_ns) / 1e6 : 0.0);
     add(b, j, "frames", build_frames(b, sym, o->stack_id, t));
     python_frames(b, j, o->stack_id);
     return j;

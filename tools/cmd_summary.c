@@ -166,6 +166,9 @@ static void print_leaks(const report_t *r, size_t top)
     free(v);
 }
 
+/* An oom report written this much after its refusal says so (a direct one takes well under). */
+#define OOM_LATE_MS 10.0
+
 static void print_oom(const report_t *r)
 {
     const report_oom_t *o = &r->oom;
@@ -177,6 +180,10 @@ static void print_oom(const report_t *r)
     printf("  free %s, largest free block %s\n", fmt_bytes(b2, o->free_bytes),
            fmt_bytes(b3, o->largest_free));
     if (o->reason) printf("  reason: %s\n", o->reason);
+    if (o->written_after_ms >= OOM_LATE_MS) /* a report the reporter thread wrote later */
+        printf("  written %.0f ms after the refusal: the free figures above are the refusal's, "
+               "the pool and leak figures the later moment's\n",
+               o->written_after_ms);
     for (size_t i = 0; i < o->nframes; i++) {
         char fl[512];
         printf("  #%-2zu %s\n", i, site_frame_label(&o->frames[i], fl, sizeof fl));

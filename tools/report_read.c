@@ -632,6 +632,7 @@ static int read_report(rd_t *d, report_t *r)
     if (rc == 0) {
         report_oom_t *o = &r->oom;
         o->present = 1;
+        o->written_after_ms = -1;
         push_key(d, "oom");
         if (get_u64(d, oom, "requested_bytes", 1, &o->requested) < 0 ||
             get_device(d, oom, 0, &o->device) < 0 ||
@@ -639,6 +640,7 @@ static int read_report(rd_t *d, report_t *r)
             get_u64(d, oom, "free_bytes", 0, &o->free_bytes) < 0 ||
             get_u64(d, oom, "largest_free_bytes", 0, &o->largest_free) < 0 ||
             get_str(d, oom, "reason", 0, &o->reason) < 0 ||
+            get_double(d, oom, "written_after_refusal_ms", 0, &o->written_after_ms) < 0 ||
             read_frames(d, oom, &o->frames, &o->nframes) < 0)
             return -1;
         pop(d);

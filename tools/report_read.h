@@ -104,6 +104,7 @@ typedef struct report_oom {
     uint64_t free_bytes;     /* pool free bytes at the time */
     uint64_t largest_free;   /* largest free block at the time */
     const char *reason;      /* one-line explanation */
+    double written_after_ms; /* the report written this long after the refusal; -1 = not said */
     report_frame_t *frames;  /* call site */
     size_t nframes;          /* entries in frames */
 } report_oom_t;

@@ -19,6 +19,8 @@
 #include <cmocka.h>
 
 #include "buildid.h"
+#include "clock.h"
+#include "report_internal.h" /* report_write_deferred_oom: the reporter thread's call */
 #include "report_test_util.h"
 #include "version.h"
 
@@ -326,6 +328,8 @@ static void test_oom_report_explains_fragmentation(void **state)
     const cJSON *d0 = cJSON_GetArrayItem(rt_get(doc, "devices"), 0);
     assert_int_equal(rt_num(d0, "pool.free_bytes"), rt_num(oom, "free_bytes"));
     assert_int_equal(rt_num(d0, "pool.largest_free_bytes"), rt_num(oom, "largest_free_bytes"));
+    /* written at once, on the refusing thread (generous: sanitizer builds, loaded machines) */
+    assert_true(rt_num(oom, "written_after_refusal_ms") < 1000.0);
     rt_check_pool_consistency(d0);
     cJSON_Delete(doc);
     report_stats_t after;
@@ -462,6 +466,73 @@ static void test_exit_report_only_when_needed(void **state)
 }
 
 /* Two devices, one without a pool but with live records (e.g. fallback allocations). */
+/* A report source whose options walk waits while the gate is closed: a report in progress that
+ * the test holds open, with the report lock held. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static int gate_closed, gate_inside;
+
+static void gated_options(void *ctx, void (*cb)(void *, const char *, const char *), void *cbctx)
+{
+    pthread_mutex_lock(&gate_mu);
+    gate_inside = 1;
+    pthread_cond_broadcast(&gate_cv);
+    while (gate_closed) pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    rt_for_each_option(ctx, cb, cbctx);
+}
+
+static void *write_held_report(void *arg)
+{
+    (void)arg;
+    report_write(WIRE_TRIGGER_SIGNAL, -1);
+    return NULL;
+}
+
+/* A refusal while another report is being written: its report is handed over (the refusing
+ * thread waits 2 ms at most, not for the report in progress) and written later, and it says how
+ * much later, since its pool and leak sections describe that moment, not the refusal. */
+static void test_late_oom_report_says_how_late(void **state)
+{
+    (void)state;
+    rt_make_pool(0, 12 * (((size_t)1 << 30) + 64));
+    uintptr_t blocks[12];
+    for (int i = 0; i < 12; i++)
+        assert_int_not_equal(blocks[i] = rt_alloc(0, (size_t)1 << 30, 0), 0);
+    for (int i = 0; i < 12; i += 2) rt_free(0, blocks[i]);
+    report_source_t gated = rt_source;
+    gated.for_each_option = gated_options;
+    report_init(&rt_cfg, &gated);
+    gate_closed = 1;
+    gate_inside = 0;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, write_held_report, NULL), 0);
+    pthread_mutex_lock(&gate_mu);
+    while (!gate_inside) pthread_cond_wait(&gate_cv, &gate_mu);
+    pthread_mutex_unlock(&gate_mu);
+    uint64_t t0 = clock_mono_ns();
+    assert_int_equal(ask_for_two_gib(), 207001); /* does not wait for the report in progress */
+    assert_true(clock_mono_ns() - t0 < (uint64_t)1000000000);
+    rt_sleep_ms(50);
+    pthread_mutex_lock(&gate_mu);
+    gate_closed = 0;
+    pthread_cond_broadcast(&gate_cv);
+    pthread_mutex_unlock(&gate_mu);
+    assert_int_equal(pthread_join(th, NULL), 0);
+    cJSON *held = rt_last_report();
+    assert_string_equal(rt_str(held, "trigger"), "signal"); /* the oom report is still owed */
+    cJSON_Delete(held);
+    report_write_deferred_oom(); /* what the reporter thread does when woken */
+    cJSON *doc = rt_last_report();
+    assert_string_equal(rt_str(doc, "trigger"), "oom");
+    double late = rt_num(doc, "oom.written_after_refusal_ms");
+    print_message("# oom report written %.1f ms after the refusal\n", late);
+    assert_true(late >= 50.0);
+    assert_string_equal(rt_str(doc, "oom.kind"), "fragmentation");
+    cJSON_Delete(doc);
+    report_init(&rt_cfg, &rt_source);
+}
+
 static void test_devices_without_pool(void **state)
 {
     (void)state;
@@ -539,6 +610,7 @@ int main(void)
         cmocka_unit_test_setup(test_exit_report_only_when_needed, setup),
         /* after it: a refusal left without a report of its own forces an exit report */
         cmocka_unit_test_setup(test_oom_report_explains_fragmentation, setup),
+        cmocka_unit_test_setup(test_late_oom_report_says_how_late, setup),
         cmocka_unit_test_setup(test_devices_without_pool, setup),
         cmocka_unit_test_setup(test_fork_child_reports_only_its_own_leaks, setup),
     };
