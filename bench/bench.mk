@@ -3,8 +3,9 @@
 #                               vs the seed's first fit; the vmm pool's slow paths (dlopen()s the
 #                               fake runtime for their cost over a runtime)
 #   $(BUILD)/bench/bench_frag   fragmentation and minimal pool size on the seed's tensor scenario
-#   bench/settle.sh             before each program: waits (at most 4 minutes each) until the
-#                               1-minute load average is below 1, and prints it
+#   bench/settle.sh             before each program: waits (at most 4 minutes; 30 s once a wait
+#                               of the run ran out) until the 1-minute load average is below 1
+#                               (CPUs / 4 on more than 4 CPUs), and prints it
 #   bench/bench_knobs.sh        last: the pool rebuilt with one slab knob changed at a time
 #                               ($(BUILD)/knobs/NAME), its fragmentation and pair beside the
 #                               shipped build's (where the design trades one figure for another)
@@ -27,14 +28,17 @@ $(BUILD)/bench/bench_frag: $(BUILD)/obj/bench/bench_frag.o $(BUILD)/obj/tools/fi
 
 BENCH_TARGETS += $(BUILD)/bench/bench_pool $(BUILD)/bench/bench_frag
 
+SETTLE_STAMP := $(BUILD)/bench/.settle-ran-out
+
 bench: $(BENCH_TARGETS)
-	@sh bench/settle.sh
+	@rm -f $(SETTLE_STAMP)
+	@sh bench/settle.sh $(SETTLE_STAMP)
 	$(BUILD)/bench/bench_pool $(BENCH_ARGS_POOL)
 	$(BUILD)/bench/bench_frag
 	@for b in $(filter-out $(BUILD)/bench/bench_pool $(BUILD)/bench/bench_frag,$(BENCH_TARGETS)); do \
-	    echo "== $$b"; sh bench/settle.sh; $$b || exit 1; done
+	    echo "== $$b"; sh bench/settle.sh $(SETTLE_STAMP); $$b || exit 1; done
 	@echo "== bench/bench_knobs.sh"
-	@sh bench/settle.sh
+	@sh bench/settle.sh $(SETTLE_STAMP)
 	MAKE='$(MAKE)' sh bench/bench_knobs.sh $(BUILD)
 else
 bench:

@@ -169,6 +169,15 @@ static void print_leaks(const report_t *r, size_t top)
 /* An oom report written this much after its refusal says so (a direct one takes well under). */
 #define OOM_LATE_MS 10.0
 
+/* The line a late oom report gets (a report the reporter thread wrote after the refusal). */
+static void print_oom_lateness(const report_oom_t *o)
+{
+    if (o->written_after_ms >= OOM_LATE_MS)
+        printf("  written %.0f ms after the refusal: the free figures above are the refusal's, "
+               "the pool and leak figures the later moment's\n",
+               o->written_after_ms);
+}
+
 static void print_oom(const report_t *r)
 {
     const report_oom_t *o = &r->oom;
@@ -180,10 +189,7 @@ static void print_oom(const report_t *r)
     printf("  free %s, largest free block %s\n", fmt_bytes(b2, o->free_bytes),
            fmt_bytes(b3, o->largest_free));
     if (o->reason) printf("  reason: %s\n", o->reason);
-    if (o->written_after_ms >= OOM_LATE_MS) /* a report the reporter thread wrote later */
-        printf("  written %.0f ms after the refusal: the free figures above are the refusal's, "
-               "the pool and leak figures the later moment's\n",
-               o->written_after_ms);
+    print_oom_lateness(o);
     for (size_t i = 0; i < o->nframes; i++) {
         char fl[512];
         printf("  #%-2zu %s\n", i, site_frame_label(&o->frames[i], fl, sizeof fl));
@@ -317,6 +323,7 @@ static int run_ranks(const cli_args_t *a, size_t top)
                    o->entry_point ? o->entry_point : "?", fmt_bytes(b2, o->free_bytes),
                    fmt_bytes(b3, o->largest_free));
             if (o->reason) printf("  reason: %s\n", o->reason);
+            print_oom_lateness(o);
         }
     }
     for (size_t i = 0; i < loaded; i++) report_read_release(&r[i]);

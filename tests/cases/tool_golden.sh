@@ -20,6 +20,7 @@ check() { # NAME ARGS...: run npupool ARGS, compare stdout with tests/golden/NAM
 check help.txt help
 check summary_basic.txt summary $F/report_basic.json
 check summary_oom.txt summary $F/report_oom.json
+check summary_oom_two.txt summary $F/report_oom.json $F/report_basic.json
 check summary_two_devices.txt summary $F/report_two_devices.json --top 3
 check leaks_basic.txt leaks $F/report_basic.json
 check leaks_filtered.txt leaks $F/report_two_devices.json --top 2 --min-bytes 100K --device 0
