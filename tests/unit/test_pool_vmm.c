@@ -663,13 +663,17 @@ typedef struct worker {
 
 static volatile int stop_taker; /* set once the workers are joined */
 static uint64_t taker_rounds;   /* give-backs the taker asked for so far (atomic) */
+static int taker_failed;        /* the taker found the pool inconsistent and stopped (atomic) */
 #define TAKER_ROUNDS_MIN 50     /* workers keep going until the taker did this many */
 
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
+    /* A taker that failed does no more rounds: stop then, so that the test fails, not hangs. */
     for (int op = 0;
-         op < 4000 || __atomic_load_n(&taker_rounds, __ATOMIC_ACQUIRE) < TAKER_ROUNDS_MIN; op++) {
+         !__atomic_load_n(&taker_failed, __ATOMIC_ACQUIRE) &&
+         (op < 4000 || __atomic_load_n(&taker_rounds, __ATOMIC_ACQUIRE) < TAKER_ROUNDS_MIN);
+         op++) {
         if (w->n == 0 || (w->n < KEEP && rng_next(&w->seed) % 100 < 55)) {
             size_t g = log_size(&w->seed, 8 * MiB);
             uintptr_t a;
@@ -709,6 +713,7 @@ static void *taker_main(void *arg)
         char why[128];
         if (pool_check(t->pool, why, sizeof why) != 0) {
             print_error("pool_check during the threads: %s\n", why);
+            __atomic_store_n(&taker_failed, 1, __ATOMIC_RELEASE);
             return (void *)1;
         }
     }
@@ -726,6 +731,7 @@ static void test_threads_with_give_back(void **state)
     taker_t t = {.pool = p, .sim = &s};
     stop_taker = 0;
     taker_rounds = 0;
+    taker_failed = 0;
     assert_int_equal(pthread_create(&tt, NULL, taker_main, &t), 0);
     for (int i = 0; i < NTHREADS; i++) {
         w[i] = (worker_t){.pool = p, .seed = 1000 + (uint64_t)i};
