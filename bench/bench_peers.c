@@ -462,16 +462,13 @@ static double figure_of(const lat_t *l, enum figure f)
     return f == FIG_MEDIAN ? l->median : f == FIG_P99 ? l->p99 : f == FIG_P999 ? l->p999 : l->mean;
 }
 
-/* The floor (peer_floor.c) is a reference row: no goal and no "best peer" is it. */
-static int is_reference(const peer_ops_t *o) { return o == &peer_floor; }
-
-/* Index of the peer (not npupool, entry 0, nor the reference) with the lowest figure f, or
+/* Index of the peer (not npupool, entry 0, nor a reference row) with the lowest figure f, or
  * -1. */
 static int best_peer(const contender_t *c, size_t n, enum figure f)
 {
     int best = -1;
     for (size_t i = 1; i < n; i++)
-        if (!c[i].med.failed && !is_reference(c[i].ops) &&
+        if (!c[i].med.failed && !c[i].ops->reference &&
             (best < 0 || figure_of(&c[i].med, f) < figure_of(&c[best].med, f)))
             best = (int)i;
     return best;
@@ -481,7 +478,7 @@ static int best_peer(const contender_t *c, size_t n, enum figure f)
 static int reference_of(const contender_t *c, size_t n)
 {
     for (size_t i = 1; i < n; i++)
-        if (is_reference(c[i].ops) && !c[i].med.failed) return (int)i;
+        if (c[i].ops->reference && !c[i].med.failed) return (int)i;
     return -1;
 }
 
@@ -546,7 +543,7 @@ static void metadata_table(const summary_t *sum)
         int first = 1;
         for (size_t i = 0; i < sum[k].n; i++) {
             const contender_t *c = &sum[k].c[i];
-            if (!c->ops->arena || is_reference(c->ops) || c->med.failed || c->med.host_bytes <= 0)
+            if (!c->ops->arena || c->ops->reference || c->med.failed || c->med.host_bytes <= 0)
                 continue;
             double per = c->med.host_bytes / (double)sum[k].live;
             printf("%-24s %-9s %10.2f %10.1f\n", first ? sum[k].label : "", c->ops->name,
@@ -639,7 +636,7 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
         char names[256] = "";
         size_t at = 0;
         for (size_t i = 1; i < sum[k].n; i++)
-            if (!sum[k].c[i].med.failed && !is_reference(sum[k].c[i].ops) &&
+            if (!sum[k].c[i].med.failed && !sum[k].c[i].ops->reference &&
                 sum[k].c[i].med.p999 < sum[k].c[0].med.p999) {
                 w++;
                 at +=

@@ -15,8 +15,8 @@
  *   - A report that cannot be written at once because another report is being written (the
  *     refused thread never blocks on the report lock, it tries for 2 ms at most: it might be
  *     holding a lock that report is waiting for, e.g. the loader's inside a library
- *     constructor) is deferred: the reporter thread writes it.  One deferred refusal is kept; one deferred in its place is counted as
- *     suppressed.
+ *     constructor) is deferred: the reporter thread writes it.  One deferred refusal is kept;
+ *     one deferred in its place is counted as suppressed.
  * Locking: rf.lock guards everything here.  It is a leaf: nothing is called while it is held
  * (only copies), so it may be taken under the report lock (report.c) and alone.
  */
@@ -45,7 +45,7 @@ static struct {
     uint64_t reported;                /* oom reports written (or handed to the reporter thread) */
     uint64_t suppressed;              /* refusals that got no report of their own */
     uint64_t suppressed_since;        /* of them, since the last oom report */
-    uint64_t last_report_ns;          /* clock_coarse_ns() of the last oom report, 0 = none */
+    uint64_t last_report_ns;          /* clock_mono_ns() of the last oom report, 0 = none */
     refusal_copy_t last;              /* the last refusal (valid when total > 0) */
     refusal_copy_t deferred;          /* a refusal whose report the reporter thread owes */
     int has_deferred;                 /* 1 when `deferred` is owed */
@@ -65,7 +65,7 @@ static void copy_from(refusal_copy_t *c, const report_oom_info_t *info)
     snprintf(c->reason, sizeof c->reason, "%s", info->reason ? info->reason : "");
     copy_fix(c);
     c->wall_s = clock_wall_s();
-    c->mono_ns = clock_coarse_ns();
+    c->info.refused_ns = clock_mono_ns(); /* the rate limit's clock and the report's lateness */
     c->reported = 0;
 }
 
@@ -90,7 +90,7 @@ REPORT_HIDDEN int refusal_admit(const report_oom_info_t *info, long oom_max, ref
     pthread_mutex_lock(&rf.lock);
     rf.total++;
     copy_from(&rf.last, info);
-    uint64_t now = rf.last.mono_ns;
+    uint64_t now = rf.last.info.refused_ns;
     int admit = 0;
     if (oom_max > 0) {
         int first = first_of_key(info);

@@ -360,11 +360,9 @@ void report_at_finalize(void) { report_if_needed(WIRE_TRIGGER_FINALIZE); }
 void report_oom(const report_oom_info_t *info)
 {
     if (!info) return;
-    report_oom_info_t at = *info;
-    at.refused_ns = clock_mono_ns(); /* the report says how long after it it was written */
-    refusal_copy_t c;
+    refusal_copy_t c; /* c.info.refused_ns: when (the report says how late it was written) */
     uint64_t suppressed = 0;
-    if (!refusal_admit(&at, rs_oom_max(), &c, &suppressed)) return;
+    if (!refusal_admit(info, rs_oom_max(), &c, &suppressed)) return;
     c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
     c.info.reason = c.reason;
     /* Never block on the report lock here (see refusal.c): write now, or hand it over.  Most of

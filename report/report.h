@@ -96,7 +96,7 @@ typedef struct report_oom_info {
     const char *reason;        /* the classifier's one-line explanation (the stderr line's too) */
     size_t free_bytes;         /* free bytes in the pool when it refused (0 without a pool) */
     size_t largest_free_bytes; /* the largest block a request of this size could be given then */
-    uint64_t refused_ns;       /* clock_mono_ns() of the refusal: report_oom sets it */
+    uint64_t refused_ns;       /* clock_mono_ns() of the refusal: set when report_oom records it */
 } report_oom_info_t;
 /* A refused allocation: an `oom` report, rate-limited (NPUPOOL_REPORT_OOM_MAX per process, at
  * least 1 s apart; the next one counts the suppressed).  Written on the calling thread. */

@@ -47,8 +47,7 @@ typedef struct refusal_copy {
     report_oom_info_t info; /* the refusal as the shim described it */
     char kind[24];          /* info.kind's text */
     char reason[320];       /* info.reason's text */
-    double wall_s;          /* when (epoch seconds) */
-    uint64_t mono_ns;       /* when (clock_coarse_ns) */
+    double wall_s;          /* when (epoch seconds); info.refused_ns: when (clock_mono_ns) */
     int reported;           /* 1 when it got (or is owed) an oom report of its own */
 } refusal_copy_t;
 

@@ -39,6 +39,7 @@ typedef struct peer_ops {
     const char *name;  /* short label for tables: "tlsf", "o1heap", "bestfit", "glibc", ... */
     const char *about; /* one line: what it is and where it comes from */
     int arena;         /* 1: arena over [0, range) handing out offsets; 0: host malloc */
+    int reference;     /* 1: a lower bound shown for scale, never a contender (no goal, no best) */
     /* A fresh instance over [0, range) (host peers ignore range).  NULL on host out of memory
      * or, for a host peer, when it is not available (peer_host_unavailable says why). */
     void *(*create)(size_t range);

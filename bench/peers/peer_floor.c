@@ -132,6 +132,7 @@ const peer_ops_t peer_floor = {
              "metadata per slot, a LIFO stack of free slots (the least a pair with host metadata "
              "can do: read and write the freed block's word, pop a slot)",
     .arena = 1,
+    .reference = 1,
     .create = floor_create,
     .destroy = floor_destroy,
     .alloc = floor_alloc,
