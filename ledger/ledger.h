@@ -117,6 +117,36 @@ uint32_t ledger_record_alloc_tagged(uintptr_t addr, int device, size_t requested
  * block's address is refused but for one chance in 32,768.  Call it before the block can be
  * handed out again (the shim defers it past the pool lock for large blocks: shim/entry.c). */
 int ledger_release_tagged(uint32_t handle, uintptr_t addr);
+/* Parked forgets: the forget of a tagged record completed by the next one (the shim's frees of
+ * pool blocks).  Forgetting reads and writes the record's line, which at 100,000 live belongs to
+ * a block allocated long ago and has left the CPU caches: waiting for it was the largest single
+ * cost of a pair through the shim (perf: 27 % of the samples, in the check word's load).
+ * ledger_release_tagged_later asks for that line (a prefetch), parks the handle in `slot`, and
+ * forgets the handle parked there before, whose line has arrived meanwhile.  It parks only in
+ * a large ledger (ledger_set_park_min_chunks); in a small one, whose lines stay in the CPU
+ * caches, the forget is immediate.
+ * `slot`: the caller's memory, zeroed before its first use, never freed, used by one thread at a
+ * time (the shim's per-thread records); the ledger links it into its list at its first use.  A
+ * parked record still counts as live, so every reader of this header (ledger_record_free,
+ * ledger_lookup, ledger_lookup_sorted, the counts, ledger_collect_sites, ledger_memory,
+ * ledger_check, ledger_drop_device, ledger_clear) forgets every parked record first: their
+ * answers are those of immediate forgets.  The handle is checked when it is forgotten, as
+ * ledger_release_tagged checks it (a stale one changes nothing).  NULL slot, or a ledger file
+ * on: the forget is immediate (a killed job's file must not list a freed block as live). */
+typedef struct ledger_parked {
+    uint64_t word;              /* check word << 32 | handle of the parked record, 0 = none
+                                   (atomic: the owner and ledger_release_parked exchange it) */
+    struct ledger_parked *next; /* the ledger's list of slots (written once, before linking) */
+    int linked;                 /* 1 once in the list (the owner's) */
+} ledger_parked_t;
+void ledger_release_tagged_later(ledger_parked_t *slot, uint32_t handle, uintptr_t addr);
+/* Forget every parked record now (each reader above calls it). */
+void ledger_release_parked(void);
+/* A forget parks only when its record's shard has carved at least `chunks` chunks of records
+ * (ledger.c: where the record's line is likely cold; LEDGER_PARK_MIN_CHUNKS by default).  0:
+ * always (tests). */
+#define LEDGER_PARK_MIN_CHUNKS 12u
+void ledger_set_park_min_chunks(uint32_t chunks);
 /* How ledger_lookup, ledger_record_free and ledger_check find a tagged record from its address:
  * 1 and *handle = the tag of the live block at addr, 0 when addr is no tagged block.  It is
  * called with no ledger lock held and may take its allocator's locks (which come before the

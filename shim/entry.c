@@ -295,17 +295,17 @@ static aclError forward_free(void *dev_ptr, int sync)
     return ACL_ERROR_UNINITIALIZE;
 }
 
-/* pool_free_tagged's callback: the block's free goes to the trace, and its record (its tag
- * names it) is forgotten, both before another thread can be handed the address.  Under the pool
- * lock (a large block, or a slot the fast path did not take) only the trace line is written and
- * the record is forgotten once the lock is let go (deferred_tag): forgetting touches a record
- * allocated long ago, whose cache miss would lengthen the lock hold that every thread's large
- * blocks wait for (bench_shim, 8 threads, 512 B..1 MiB: 5.4x the one-thread cost per pair
- * with the record forgotten under the lock).  In that short window a report may still list
- * the block beside a new allocation at its address; the record is a different one (tagged
- * records are forgotten by handle, never by address), so nothing is lost or confused.  With
- * NPUPOOL_TRACE on, the trace line under the lock may be the one that fills its buffer, which
- * is then written out there. */
+/* pool_free_tagged's callback: the block's free goes to the trace before another thread can be
+ * handed the address, and the forget of its record (its tag names it) is parked (observe.c).
+ * Under the pool lock (a large block, or a slot the fast path did not take) only the trace line
+ * is written and the forget is parked once the lock is let go (deferred_tag): forgetting touches
+ * a record allocated long ago, whose cache miss would lengthen the lock hold that every thread's
+ * large blocks wait for (bench_shim, 8 threads, 512 B..1 MiB: 5.4x the one-thread cost per pair
+ * with the record forgotten under the lock).  A parked record is a different one from any new
+ * allocation's at the same address (tagged records are forgotten by handle, never by address),
+ * and every reader of the ledger completes the parked forgets first, so nothing is lost or
+ * confused.  With NPUPOOL_TRACE on, the trace line under the lock may be the one that fills its
+ * buffer, which is then written out there. */
 typedef struct forget_ctx {
     uintptr_t addr;
     int device;

@@ -6,13 +6,14 @@
  * freeing thread, with no lock held; and at exit), and the runtime library in use, named with
  * the first figures after it is known (the same answer the reports' "runtime" section gives).
  *
- * Order that matters: a free is written to the trace, and forgotten by the ledger, BEFORE the
- * block goes back to the pool (observe_forget; for a pool block observe_pool_forget, which
- * pool_free_tagged's callback calls once the block is found live), so that another thread cannot
- * be handed the same address, and record it, while the old record still exists.  One exception:
- * a block freed under the pool lock (a large one) is written to the trace there
- * (observe_pool_freed) and forgotten just after the lock is let go
- * (observe_pool_forget_deferred; shim/entry.c says why).
+ * Order that matters: a free is written to the trace BEFORE the block goes back to the pool
+ * (observe_forget; for a pool block observe_pool_forget, which pool_free_tagged's callback calls
+ * once the block is found live, or observe_pool_freed under the pool lock), so that another
+ * thread cannot be handed the same address, and trace its allocation, before the free.  A block
+ * the runtime gave is forgotten by the ledger then too (its record is found by address).  A pool
+ * block's record is forgotten by handle, never by address, so its forget may come later: it is
+ * parked (ledger.h: ledger_release_tagged_later) and completed at the thread's next pool free or
+ * by the ledger's next reader, whichever comes first; meanwhile no reader sees it.
  * A pool block's record is tagged (ledger.h): its handle lives in the block's tag in the pool,
  * so recording and forgetting it probe no index; ledger_lookup finds it from an address through
  * device_resolve_tag, a report's live map through ledger_lookup_sorted.
@@ -36,6 +37,7 @@
 #include "real.h"
 #include "report.h"
 #include "trace.h"
+#include "tstate.h"
 #include "version.h"
 
 static void for_each_device(void *ctx,
@@ -223,9 +225,18 @@ void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t all
     if (ledger_file_device_due(device)) file_figures(device);
 }
 
+/* The record's forget is parked (ledger.h): completed at this thread's next pool free, or by
+ * the next reader of the ledger, whichever comes first. */
+static void forget_parked(uint32_t tag, uintptr_t addr)
+{
+    tstate_t *t = tstate_self();
+    ledger_release_tagged_later(t ? &t->parked : NULL, tag, addr);
+}
+
 void observe_pool_forget(uint32_t tag, uintptr_t addr, int device)
 {
-    if (ledger_release_tagged(tag, addr)) trace_free(device, addr);
+    if (tag) trace_free(device, addr); /* 0: the allocation was never recorded */
+    forget_parked(tag, addr);
 }
 
 uint32_t observe_pool_freed(uint32_t tag, uintptr_t addr, int device)
@@ -234,10 +245,7 @@ uint32_t observe_pool_freed(uint32_t tag, uintptr_t addr, int device)
     return tag;
 }
 
-void observe_pool_forget_deferred(uint32_t tag, uintptr_t addr)
-{
-    ledger_release_tagged(tag, addr);
-}
+void observe_pool_forget_deferred(uint32_t tag, uintptr_t addr) { forget_parked(tag, addr); }
 
 int observe_forget(uintptr_t addr, int device, int traced)
 {

@@ -27,9 +27,9 @@ uint32_t observe_pool_record(uintptr_t addr, int device, size_t requested, size_
                              enum vocab_entry e, uint32_t stack, uint64_t now);
 void observe_pool_alloc(uintptr_t addr, int device, size_t requested, size_t allocated,
                         size_t reserved, uint64_t now);
-/* Forget the pool block at addr whose tag is `tag`, and write its free to the trace: from
- * pool_free_tagged's callback on its lock-free path, so BEFORE the block can be handed out
- * again. */
+/* Write the free of the pool block at addr, whose tag is `tag`, to the trace and park the
+ * forget of its record (observe.c): from pool_free_tagged's callback on its lock-free path, so
+ * BEFORE the block can be handed out again. */
 void observe_pool_forget(uint32_t tag, uintptr_t addr, int device);
 /* The same in two steps, for a callback under the pool lock: the trace line now (returns the
  * tag to forget), the record once the lock is let go (shim/entry.c: forget_tagged). */

@@ -9,7 +9,9 @@
  *   - its event counts per device, the two that every pool allocation and free moves (allocs,
  *     frees of base/wire.h): written by the owning thread only, with a relaxed load and store (no
  *     locked instruction), read by tstate_sum, which adds every record's.  Other counters are
- *     rare and stay shared atomics (shim.h).
+ *     rare and stay shared atomics (shim.h);
+ *   - the slot of its last pool free's parked forget (ledger.h: ledger_release_tagged_later),
+ *     which the next thread to take the record, or any reader of the ledger, completes.
  * A thread gets its record at its first call (tstate_self) and gives it back when it exits (a
  * thread-specific-data destructor, which also forgets the pointer, so that a call the thread makes
  * from a later destructor claims a record again instead of writing one another thread may own).
@@ -24,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ledger.h"
 #include "vocab.h"
 
 typedef struct tstate {
@@ -32,6 +35,7 @@ typedef struct tstate {
     struct tstate *next;                  /* older records; written once, before publication */
     uint64_t allocs[NPUPOOL_MAX_DEVICES]; /* pool allocations made by its threads (atomic) */
     uint64_t frees[NPUPOOL_MAX_DEVICES];  /* pool frees made by its threads (atomic) */
+    ledger_parked_t parked;               /* its frees' parked forget (observe.c, ledger.h) */
 } __attribute__((aligned(64))) tstate_t;
 
 extern __thread tstate_t *tstate_mine __attribute__((tls_model("initial-exec")));

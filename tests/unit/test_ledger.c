@@ -501,6 +501,7 @@ static int tag_setup(void **state)
 static int tag_teardown(void **state)
 {
     (void)state;
+    ledger_set_park_min_chunks(LEDGER_PARK_MIN_CHUNKS);
     ledger_set_resolver(NULL);
     ledger_clear();
     return 0;
@@ -714,6 +715,127 @@ static void test_tagged_free_from_other_threads(void **state)
     check_ledger();
 }
 
+/* Parked forgets (ledger_release_tagged_later): a parked record is gone for every reader, the
+ * next park forgets the one before, and a handle that went stale while parked changes nothing
+ * when it is forgotten.  Slots are static: the ledger keeps them in its list for good. */
+static ledger_parked_t pk_slot;
+static void test_parked_forgets(void **state)
+{
+    (void)state;
+    ledger_set_park_min_chunks(0); /* park in a ledger this small too */
+    uintptr_t a = 0x7e0000300000u, b = 0x7e0000400000u, c = 0x7e0000500000u;
+    uint32_t ha = tagged_alloc(a, 1, 256), hb = tagged_alloc(b, 1, 256),
+             hc = tagged_alloc(c, 2, 512);
+    assert_true(ha && hb && hc);
+    ledger_release_tagged_later(&pk_slot, ha, a);
+    tag_set(a, 0);
+    assert_true(pk_slot.linked);
+    assert_true(pk_slot.word != 0);                    /* parked, not forgotten yet... */
+    assert_int_equal(ledger_live_total(), 2);          /* ...but no reader sees it */
+    assert_true(pk_slot.word == 0);                    /* the reader completed it */
+    assert_int_equal(ledger_release_tagged(ha, a), 0); /* forgotten once only */
+    check_ledger();
+
+    ledger_release_tagged_later(&pk_slot, hb, b); /* parked */
+    tag_set(b, 0);
+    ledger_release_tagged_later(&pk_slot, hc, c); /* forgets b, parks c */
+    tag_set(c, 0);
+    assert_int_equal(ledger_release_tagged(hb, b), 0); /* a writer: it completes nothing */
+    assert_int_equal(ledger_release_tagged(hc, c), 1); /* c was still parked: forgotten here */
+    assert_true(pk_slot.word != 0);
+    assert_int_equal(ledger_live_count(2), 0); /* the stale parked c: refused, nothing changes */
+    assert_int_equal(ledger_live_total(), 0);
+    check_ledger();
+
+    /* a handle that names no record, and one given with another address: refused when forgotten */
+    uint32_t hd = tagged_alloc(a, 1, 256);
+    ledger_release_tagged_later(&pk_slot, hd + 5, a);
+    ledger_release_tagged_later(&pk_slot, hd, a + 64);
+    assert_int_equal(ledger_live_total(), 1);
+    ledger_release_tagged_later(&pk_slot, hd, a);
+    tag_set(a, 0);
+    ledger_release_tagged_later(&pk_slot, 0, a); /* no handle: nothing parked, nothing forgotten */
+    assert_true(pk_slot.word != 0);
+    assert_int_equal(ledger_lookup(a, NULL), 0);
+    uint32_t he = tagged_alloc(b, 1, 256);
+    ledger_release_tagged_later(NULL, he, b); /* no slot: immediate */
+    tag_set(b, 0);
+    assert_int_equal(ledger_release_tagged(he, b), 0);
+    assert_int_equal(ledger_live_total(), 0);
+    check_ledger();
+
+    /* in a small ledger (the default threshold) a forget is immediate */
+    ledger_set_park_min_chunks(LEDGER_PARK_MIN_CHUNKS);
+    uint32_t hf = tagged_alloc(c, 1, 256);
+    ledger_release_tagged_later(&pk_slot, hf, c);
+    tag_set(c, 0);
+    assert_true(pk_slot.word == 0);
+    assert_int_equal(ledger_release_tagged(hf, c), 0);
+    ledger_set_park_min_chunks(0);
+    check_ledger();
+}
+
+/* Threads park their own frees while another thread reads the ledger: every record ends
+ * forgotten exactly once, and the records live at the end are all there. */
+enum { PK_THREADS = 4, PK_BLOCKS = 64, PK_ROUNDS = 20000 };
+static ledger_parked_t pk_slots[PK_THREADS];
+static int pk_stop;
+static void *pk_worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    uintptr_t base = 0x7f0000000000u + ((uintptr_t)id << 32);
+    uint32_t h[PK_BLOCKS] = {0};
+    uint64_t rng = 99 + (uint64_t)id;
+    for (int round = 0; round < PK_ROUNDS; round++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        int i = (int)(rng % PK_BLOCKS);
+        uintptr_t a = base + (uintptr_t)i * 4096;
+        if (h[i]) {
+            ledger_release_tagged_later(&pk_slots[id], h[i], a);
+            tag_set(a, 0);
+            h[i] = 0;
+        } else if ((h[i] = tagged_alloc(a, id, 4096)) == 0) {
+            return (void *)-1;
+        }
+    }
+    size_t live = 0;
+    for (int i = 0; i < PK_BLOCKS; i++) live += h[i] != 0;
+    return (void *)(uintptr_t)live;
+}
+
+static void *pk_reader(void *arg)
+{
+    (void)arg;
+    while (!__atomic_load_n(&pk_stop, __ATOMIC_ACQUIRE)) {
+        (void)ledger_live_total();
+        (void)ledger_lookup(0x7f0000000000u, NULL);
+    }
+    return NULL;
+}
+
+static void test_parked_forgets_threads(void **state)
+{
+    (void)state;
+    pthread_t th[PK_THREADS], rd;
+    ledger_set_park_min_chunks(0);
+    __atomic_store_n(&pk_stop, 0, __ATOMIC_RELEASE);
+    assert_int_equal(pthread_create(&rd, NULL, pk_reader, NULL), 0);
+    for (int i = 0; i < PK_THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, pk_worker, (void *)(intptr_t)i), 0);
+    size_t live = 0;
+    for (int i = 0; i < PK_THREADS; i++) {
+        void *rc;
+        pthread_join(th[i], &rc);
+        assert_true(rc != (void *)-1);
+        live += (size_t)(uintptr_t)rc;
+    }
+    __atomic_store_n(&pk_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(rd, NULL);
+    assert_int_equal(ledger_live_total(), live);
+    for (int i = 0; i < PK_THREADS; i++) assert_true(pk_slots[i].word == 0);
+    check_ledger();
+}
+
 static void test_fork_while_threads_record(void **state)
 {
     (void)state;
@@ -774,6 +896,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tagged_random_against_model, tag_setup, tag_teardown),
         cmocka_unit_test_setup_teardown(test_tagged_free_from_other_threads, tag_setup,
                                         tag_teardown),
+        cmocka_unit_test_setup_teardown(test_parked_forgets, tag_setup, tag_teardown),
+        cmocka_unit_test_setup_teardown(test_parked_forgets_threads, tag_setup, tag_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

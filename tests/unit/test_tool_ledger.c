@@ -107,6 +107,28 @@ static const ledger_read_record_t *find_rec(const ledger_read_t *r, uint64_t add
 
 /* ---- tests ----------------------------------------------------------------------------------- */
 
+/* With a file, a pool block's forget is never parked (ledger.h): the file of a job killed right
+ * after a free must not list the block. */
+static ledger_parked_t file_slot; /* static: the ledger keeps slots for good */
+static void test_no_parked_forget_with_a_file(void **state)
+{
+    (void)state;
+    uintptr_t a = 0x7e0000600000u;
+    uint32_t h = ledger_record_alloc_tagged(a, 0, 100, 128, VOCAB_MALLOC, VOCAB_FROM_POOL, 0, 1);
+    assert_true(h != 0);
+    ledger_read_t r;
+    read_file(&r);
+    assert_non_null(find_rec(&r, a));
+    ledger_read_release(&r);
+    ledger_release_tagged_later(&file_slot, h, a);
+    assert_true(file_slot.word == 0); /* forgotten at once, not parked */
+    read_file(&r);                    /* the file says so without any reader of the ledger */
+    assert_null(find_rec(&r, a));
+    ledger_read_release(&r);
+    assert_int_equal(ledger_release_tagged(h, a), 0);
+    check_ledger();
+}
+
 static void test_round_trip(void **state)
 {
     (void)state;
@@ -495,6 +517,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_parked_forget_with_a_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_modules, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_growth_and_clear, setup, teardown),
