@@ -683,7 +683,6 @@ static void visit_tagged_release(shard_t *s, uint32_t n, void *arg)
 
 int ledger_record_free(uintptr_t addr)
 {
-    ledger_release_parked(); /* parked records are forgotten ones */
     return find_record(addr, visit_release, NULL) || visit_tagged(addr, visit_tagged_release, NULL);
 }
 
