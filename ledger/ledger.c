@@ -560,13 +560,15 @@ int ledger_release_tagged(uint32_t handle, uintptr_t addr)
 
 /* ---- parked forgets (ledger.h) ---------------------------------------------------------------- */
 /* The parked record's line is asked for one free ahead of its forget, so its miss overlaps the
- * rest of that free and the next allocation.  Parking costs a locked exchange on the thread's
- * own line, which pays only when the line is likely cold: a forget parks when the record's shard
- * has carved at least park_min_chunks chunks (LEDGER_PARK_MIN_CHUNKS: 3,072 records, a group's
- * 16 shards about 2.3 MB of records), else it is immediate.  Measured (bench_shim --child loop,
- * 512 B..256 KiB, backtraces off, mean ns per pair, alternated runs, parked / immediate):
- * 1,000 live 88..90 / 81..86; 30,000 live 127..138 / 123..125; 60,000 live 139..145 /
- * 146..273; 100,000 live 155..166 / 193..232 (and 175..420 in a noisier minute). */
+ * rest of that free and the next allocation.  Parking costs a few loads (the directory, the
+ * slot), which a ledger whose lines stay in the CPU caches does not win back: a forget parks
+ * when the record's shard has carved at least park_min_chunks chunks (LEDGER_PARK_MIN_CHUNKS:
+ * 1,024 records, a group's 16 shards about 16,000 live records), else it is immediate.
+ * Measured (bench_shim --child loop, 512 B..256 KiB, backtraces off, mean ns per pair, three
+ * alternated runs, parked / immediate): 1,000 live 81.8..85.1 / 78.9..82.1; 3,000 live
+ * 87.3..89.4 / 83.6..85.0; 10,000 live 95.2..97.5 / 95.5..97.7; 30,000 live 107.3..108.2 /
+ * 116.1..117.5; 100,000 live 143.9..144.1 / 163.4..186.0.  (With a locked exchange on the slot
+ * instead of parked_complete's protocol, parking cost 6..8 ns more: 30,000 live 127..138.) */
 static uint32_t park_min_chunks = LEDGER_PARK_MIN_CHUNKS; /* atomic */
 static ledger_parked_t *parked_list; /* every slot ever used, newest first (atomic head) */
 
@@ -575,9 +577,28 @@ void ledger_set_park_min_chunks(uint32_t chunks)
     __atomic_store_n(&park_min_chunks, chunks, __ATOMIC_RELAXED);
 }
 
-static void parked_forget(uint64_t word)
+/* The slot's word changes in two ways only: its owner stores a word it parks (the owner is the
+ * only writer of non-zero words), and whoever completes the parked forget replaces the word (the
+ * owner: with its next one; a reader: with 0) while holding the shard lock of the parked
+ * record, after reading the word again under that lock.  So a parked handle is forgotten once,
+ * without a locked instruction on the slot: the shard lock is taken for the forget anyway.
+ * pre: w (non-zero) was read from slot.  Stores `next` into the slot. */
+static void parked_complete(ledger_parked_t *slot, uint64_t w, uint64_t next)
 {
-    (void)release_checked((uint32_t)word, (uint16_t)(word >> 32));
+    shard_t *s;
+    uint32_t n;
+    if (!handle_rec((uint32_t)w, &s, &n)) { /* cannot happen: only valid handles are parked */
+        __atomic_store_n(&slot->word, next, __ATOMIC_RELAXED);
+        return;
+    }
+    shard_lock(s);
+    if (__atomic_load_n(&slot->word, __ATOMIC_RELAXED) == w) { /* not completed meanwhile */
+        if (n < s->carved && rec_at(s, n)->check == (uint16_t)(w >> 32)) tagged_release(s, n);
+        __atomic_store_n(&slot->word, next, __ATOMIC_RELAXED);
+    } else if (next) {
+        __atomic_store_n(&slot->word, next, __ATOMIC_RELAXED); /* a reader emptied it */
+    }
+    shard_unlock(s);
 }
 
 void ledger_release_tagged_later(ledger_parked_t *slot, uint32_t handle, uintptr_t addr)
@@ -601,16 +622,18 @@ void ledger_release_tagged_later(ledger_parked_t *slot, uint32_t handle, uintptr
         slot->linked = 1;
     }
     uint64_t word = (uint64_t)tag_check_of(addr_hash(addr)) << 32 | handle;
-    uint64_t before = __atomic_exchange_n(&slot->word, word, __ATOMIC_ACQ_REL);
-    if (before) parked_forget(before);
+    uint64_t before = __atomic_load_n(&slot->word, __ATOMIC_RELAXED);
+    if (before)
+        parked_complete(slot, before, word);
+    else
+        __atomic_store_n(&slot->word, word, __ATOMIC_RELAXED); /* readers only empty a slot */
 }
 
 void ledger_release_parked(void)
 {
     for (ledger_parked_t *p = __atomic_load_n(&parked_list, __ATOMIC_ACQUIRE); p; p = p->next) {
-        if (!__atomic_load_n(&p->word, __ATOMIC_RELAXED)) continue;
-        uint64_t word = __atomic_exchange_n(&p->word, 0, __ATOMIC_ACQ_REL);
-        if (word) parked_forget(word);
+        uint64_t word = __atomic_load_n(&p->word, __ATOMIC_RELAXED);
+        if (word) parked_complete(p, word, 0);
     }
 }
 

@@ -135,7 +135,7 @@ int ledger_release_tagged(uint32_t handle, uintptr_t addr);
  * on: the forget is immediate (a killed job's file must not list a freed block as live). */
 typedef struct ledger_parked {
     uint64_t word;              /* check word << 32 | handle of the parked record, 0 = none
-                                   (atomic: the owner and ledger_release_parked exchange it) */
+                                   (atomic; replaced under the parked record's shard lock) */
     struct ledger_parked *next; /* the ledger's list of slots (written once, before linking) */
     int linked;                 /* 1 once in the list (the owner's) */
 } ledger_parked_t;
@@ -145,7 +145,7 @@ void ledger_release_parked(void);
 /* A forget parks only when its record's shard has carved at least `chunks` chunks of records
  * (ledger.c: where the record's line is likely cold; LEDGER_PARK_MIN_CHUNKS by default).  0:
  * always (tests). */
-#define LEDGER_PARK_MIN_CHUNKS 12u
+#define LEDGER_PARK_MIN_CHUNKS 4u
 void ledger_set_park_min_chunks(uint32_t chunks);
 /* How ledger_lookup, ledger_record_free and ledger_check find a tagged record from its address:
  * 1 and *handle = the tag of the live block at addr, 0 when addr is no tagged block.  It is
