@@ -386,10 +386,16 @@ static int rec_tagged(const rec_t *r) { return r->check != 0; }
  * (addr_hash), never 0. */
 static uint16_t tag_check_of(uint64_t h) { return (uint16_t)(h >> 48) | 1u; }
 
+/* pre: s locked.  1 when record n of s is live, tagged and its check word is `check`. */
+static int check_ok(const shard_t *s, uint32_t n, uint16_t check)
+{
+    return n < s->carved && rec_at(s, n)->check == check;
+}
+
 /* pre: s locked.  1 when record n of s is live, tagged and checks as addr's. */
 static int tag_ok(const shard_t *s, uint32_t n, uintptr_t addr)
 {
-    return n < s->carved && rec_at(s, n)->check == tag_check_of(addr_hash(addr));
+    return check_ok(s, n, tag_check_of(addr_hash(addr)));
 }
 
 /* A tagged record's handle: its shard's index above SLOT_BITS, its number + 1 below (never 0). */
@@ -546,7 +552,7 @@ static int release_checked(uint32_t handle, uint16_t check)
     uint32_t n;
     if (!handle_rec(handle, &s, &n)) return 0;
     shard_lock(s);
-    int found = n < s->carved && rec_at(s, n)->check == check;
+    int found = check_ok(s, n, check);
     if (found) tagged_release(s, n);
     shard_unlock(s);
     return found;
@@ -558,7 +564,7 @@ int ledger_release_tagged(uint32_t handle, uintptr_t addr)
     return release_checked(handle, tag_check_of(addr_hash(addr)));
 }
 
-/* ---- parked forgets (ledger.h) ---------------------------------------------------------------- */
+/* ---- parked forgets (ledger.h) --------------------------------------------------------------- */
 /* The parked record's line is asked for one free ahead of its forget, so its miss overlaps the
  * rest of that free and the next allocation.  Parking costs a few loads (the directory, the
  * slot), which a ledger whose lines stay in the CPU caches does not win back: a forget parks
@@ -593,7 +599,7 @@ static void parked_complete(ledger_parked_t *slot, uint64_t w, uint64_t next)
     }
     shard_lock(s);
     if (__atomic_load_n(&slot->word, __ATOMIC_RELAXED) == w) { /* not completed meanwhile */
-        if (n < s->carved && rec_at(s, n)->check == (uint16_t)(w >> 32)) tagged_release(s, n);
+        if (check_ok(s, n, (uint16_t)(w >> 32))) tagged_release(s, n);
         __atomic_store_n(&slot->word, next, __ATOMIC_RELAXED);
     } else if (next) {
         __atomic_store_n(&slot->word, next, __ATOMIC_RELAXED); /* a reader emptied it */
