@@ -41,7 +41,10 @@
  *    pool's overhead counter before and after each allocation (pool_get_stats).
  * Then BENCH_PEERS lines for scripts, and the machine: nproc, CPU model, load average at the
  *    start and at the end.
- * Usage: bench_peers [scale]   (BENCH_PEERS_SECTIONS=ABC: the sections to run, default all)
+ * Usage: bench_peers [scale]   (BENCH_PEERS_SECTIONS=ABC: the sections to run, default all;
+ *        BENCH_PEERS_ONLY=o1heap,tlsf: sections A and B with only these peers beside npupool and
+ *        the floor, for a quick A/B of a pool change; the goal lines then compare with those
+ *        peers only)
  *        scale (default 1) multiplies the timed pairs, the warm-up, the
  *        1,000,000-live scenario's live count and the generated traces' lengths (e.g. 0.05 for
  *        a quick look); the default run takes 1 to 3 minutes on 2 loaded cores.
@@ -258,8 +261,8 @@ typedef struct scenario {
 enum np_path { PATH_CACHE, PATH_LOCKED, PATH_LARGE, PATH_COUNT };
 static const char *const g_path_name[PATH_COUNT] = {"cache", "locked", "large"};
 typedef struct path_fig {
-    double share;        /* of the timed pairs, 0..1 */
-    double median, p999; /* ns, of those pairs */
+    double share;                  /* of the timed pairs, 0..1 */
+    double median, p90, p99, p999; /* ns, of those pairs */
 } path_fig_t;
 
 typedef struct lat {
@@ -320,6 +323,8 @@ static void path_figures(lat_t *r, const uint64_t *ticks, const unsigned char *p
         if (!m) continue;
         ptimer_sort(tmp, m);
         f->median = ptimer_ns(ptimer_quantile(tmp, m, 0.5));
+        f->p90 = ptimer_ns(ptimer_quantile(tmp, m, 0.9));
+        f->p99 = ptimer_ns(ptimer_quantile(tmp, m, 0.99));
         f->p999 = ptimer_ns(ptimer_quantile(tmp, m, 0.999));
     }
 }
@@ -450,6 +455,8 @@ static void lat_medians(contender_t *c)
         const lat_t *r = c->run;
         m->share = median3(r[0].path[q].share, r[1].path[q].share, r[2].path[q].share);
         m->median = median3(r[0].path[q].median, r[1].path[q].median, r[2].path[q].median);
+        m->p90 = median3(r[0].path[q].p90, r[1].path[q].p90, r[2].path[q].p90);
+        m->p99 = median3(r[0].path[q].p99, r[1].path[q].p99, r[2].path[q].p99);
         m->p999 = median3(r[0].path[q].p999, r[1].path[q].p999, r[2].path[q].p999);
     }
 }
@@ -611,15 +618,16 @@ static void lat_section(double scale, const peer_ops_t *const *ops, size_t n)
            "pool lock; large = the freed or the new block above the slab limit (%zu KiB), on the "
            "large heap\n",
            (size_t)POOL_SLAB_MAX / KiB);
-    printf("%-24s %-7s %7s %8s %8s\n", "live (sizes)", "path", "share", "median", "p99.9");
+    printf("%-24s %-7s %7s %8s %8s %8s %8s\n", "live (sizes)", "path", "share", "median", "p90",
+           "p99", "p99.9");
     for (int s = 0; s < 3; s++)
         for (int q = 0; q < PATH_COUNT; q++) {
             const path_fig_t *f = &sum[s].c[0].med.path[q];
-            printf("%-24s %-7s %6.1f%% %8.1f %8.1f\n", q == 0 ? sum[s].label : "", g_path_name[q],
-                   100 * f->share, f->median, f->p999);
+            printf("%-24s %-7s %6.1f%% %8.1f %8.1f %8.1f %8.1f\n", q == 0 ? sum[s].label : "",
+                   g_path_name[q], 100 * f->share, f->median, f->p90, f->p99, f->p999);
             bench_line("BENCH_PEERS kind=np_path live=%zu path=%s share=%.4f median_ns=%.1f "
-                       "p999_ns=%.1f",
-                       sum[s].live, g_path_name[q], f->share, f->median, f->p999);
+                       "p90_ns=%.1f p99_ns=%.1f p999_ns=%.1f",
+                       sum[s].live, g_path_name[q], f->share, f->median, f->p90, f->p99, f->p999);
         }
     metadata_table(sum);
     const lat_t *np_1k = &sum[0].c[0].med, *np_big = &sum[2].c[0].med;
@@ -1004,6 +1012,19 @@ static void frag_section(double scale, const char *rmm_path, const char *rmm_nam
     ptrace_release(&tr[0]);
 }
 
+/* 1 when peer o is in the comma-separated list `only` (BENCH_PEERS_ONLY), or there is no list. */
+static int peer_chosen(const char *only, const peer_ops_t *o)
+{
+    if (!only) return 1;
+    size_t len = strlen(o->name);
+    for (const char *at = only; *at;) {
+        size_t span = strcspn(at, ",");
+        if (span == len && strncmp(at, o->name, len) == 0) return 1;
+        at += span + (at[span] == ',');
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     peer_host_prepare(argv);
@@ -1031,13 +1052,16 @@ int main(int argc, char **argv)
     const peer_ops_t *lat[MAX_ALLOCS];
     size_t n = 0;
     lat[n++] = &g_npupool;
+    const char *only_peers = getenv("BENCH_PEERS_ONLY");
     printf("allocators:\n  %-9s %s\n", g_npupool.name, g_npupool.about);
     for (const peer_ops_t *const *p = peer_arenas; *p; p++) {
+        if (!peer_chosen(only_peers, *p)) continue;
         lat[n++] = *p;
         printf("  %-9s %s\n", (*p)->name, (*p)->about);
     }
     printf("  %-9s %s\n", g_firstfit.name, g_firstfit.about);
     for (const peer_ops_t *const *p = peer_hosts; *p; p++) {
+        if (!peer_chosen(only_peers, *p)) continue;
         const char *why = peer_host_unavailable(*p);
         printf("  %-9s %s\n", (*p)->name, why ? why : (*p)->about);
         if (why)
