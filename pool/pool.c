@@ -498,6 +498,7 @@ static inline int free_any(pool_t *p, uintptr_t addr, size_t *granted_out, size_
                 /* ours now: the slot keeps its page from being released */
                 size_t g = slab_slot_granted(s), r = g - (s >> SLAB_SLOT_GBITS);
                 m->ent[m->n++] = cache_ent_rec(pg, rec, addr);
+                if (__builtin_expect(m->n == m->cap, 0)) cache_flush_ahead(m);
                 c->ncached++;
                 c->bytes += slot;
                 /* counted in the class of its size (a request may have been served from a

@@ -169,11 +169,7 @@ static void give_back(pool_t *p, cache_ent_t e)
  * 1,000,000 live of 64 B..64 KiB median 440..460 -> 370..510 (noisy). */
 static void give_back_prefetch(const cache_ent_t *e, uint32_t n)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        __builtin_prefetch(&e[i].pg->addr, 0);
-        __builtin_prefetch(&e[i].pg->live, 1);
-        __builtin_prefetch(e[i].rec, 1);
-    }
+    for (uint32_t i = 0; i < n; i++) cache_ent_prefetch(&e[i]);
     for (uint32_t i = 0; i < n; i++) {
         size_t idx = slab_rec_slot(e[i].pg, e[i].rec);
         __builtin_prefetch(&e[i].pg->bits[idx >> 6], 1);

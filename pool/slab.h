@@ -551,10 +551,13 @@ static inline long slab_slot_live(const slab_page_t *pg, uintptr_t addr)
     uint32_t u = (uint32_t)(off >> DESC_GRAN_SHIFT);
     uint32_t idx = (uint32_t)(((uint64_t)u * pg->inv) >> 31);
     if ((uintptr_t)idx * pg->slot != off) return -1;
+    /* A slot of a thread-cached class: its record alone says (a free slot's is SLAB_SLOT_FREE,
+     * one in a thread's cache SLAB_SLOT_CACHED; pool_check holds them to the bitmap), and the
+     * free that asks has just read it, where the bitmap word would be one more miss. */
+    if (pg->cls < SLAB_CACHE_CLASSES)
+        return slab_record_live(__atomic_load_n(slab_rec(pg, idx), __ATOMIC_RELAXED)) ? (long)idx
+                                                                                      : -1;
     if (pg->bits[idx >> 6] >> (idx & 63) & 1) return -1; /* free: double free */
-    if (pg->cls < SLAB_CACHE_CLASSES &&
-        !slab_record_live(__atomic_load_n(slab_rec(pg, idx), __ATOMIC_RELAXED)))
-        return -1; /* in a thread's cache: free for the application */
     return (long)idx;
 }
 
