@@ -17,13 +17,7 @@ typedef struct block {
 } block_t;
 
 static uint64_t rng = 88172645463325252ull;
-static uint64_t next_rand(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next_rand(void) { return check_rand(&rng); }
 
 static int cmp_blocks(const void *a, const void *b)
 {

@@ -4,11 +4,13 @@
  * the runtime (or dlopen it) and know nothing of npupool.  Each one must pass both with and without
  * LD_PRELOAD=libnpupool.so; the case scripts run them both ways and compare what reached the
  * runtime.  CHECK prints the failing expression with its location and counts the failure; a
- * program exits 1 if any check failed.
+ * program exits 1 if any check failed.  check_rand is the programs' one random-number generator
+ * (xorshift64): a program's sequence depends only on its seed, so every run asks the same.
  */
 #ifndef TESTS_CHECK_H
 #define TESTS_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,6 +33,16 @@ static int check_failures;
             check_failures++;                                                                     \
         }                                                                                         \
     } while (0)
+
+/* The next number of the xorshift64 sequence whose state is *state (never 0). */
+static inline uint64_t check_rand(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *state = x;
+}
 
 #define CHECK_DONE()                                                                 \
     do {                                                                             \

@@ -123,7 +123,7 @@ static void *switcher(void *arg)
     int dev = 0;
     CHECK_EQ(aclrtSetDevice(0), ACL_SUCCESS);
     for (int r = 0; r < ROUNDS && !__atomic_load_n(&failures, __ATOMIC_RELAXED); r++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        check_rand(&rng);
         int d = (int)(rng >> 8) & 1;
         switch ((rng >> 16) % 5) {
         case 0: CHECK_EQ(aclrtSetDevice(d), ACL_SUCCESS); break;

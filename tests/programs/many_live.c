@@ -18,13 +18,7 @@
 #include "check.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next(void) { return check_rand(&rng); }
 static size_t block_size(void) { return 512 + (size_t)(next() % 7681); } /* 512 B .. 8 KiB */
 
 static double now_s(void)

@@ -75,9 +75,7 @@ static void *worker(void *arg)
         return NULL;
     }
     for (int r = 0; r < ROUNDS; r++) {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
+        check_rand(&rng);
         int slot = (int)(rng % LIVE);
         if (handoff && (r & 1)) {
             handoff_round(id, ((size_t)1 << (rng >> 40) % 19) + 1);
