@@ -22,20 +22,7 @@
 
 #include "clock.h"
 #include "ledger.h"
-
-static void check_ledger(void)
-{
-    char why[256] = "";
-    int bad = ledger_check(why, sizeof why);
-    if (bad) fail_msg("ledger_check: %d violations: %s", bad, why);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    ledger_clear();
-    return 0;
-}
+#include "ledger_test_util.h"
 
 /* ---- records ----------------------------------------------------------------------------------- */
 
@@ -492,7 +479,7 @@ static int tag_resolve(uintptr_t a, uint32_t *t)
 }
 static int tag_setup(void **state)
 {
-    setup(state);
+    setup_empty_ledger(state);
     memset(tag_addr, 0, sizeof tag_addr);
     memset(tag_val, 0, sizeof tag_val);
     ledger_set_resolver(tag_resolve);
@@ -879,17 +866,17 @@ static void test_fork_while_threads_record(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_record_fields, setup),
-        cmocka_unit_test_setup(test_reused_address_replaces, setup),
-        cmocka_unit_test_setup(test_seq_marks, setup),
-        cmocka_unit_test_setup(test_random_against_model, setup),
-        cmocka_unit_test_setup(test_collect_sites, setup),
-        cmocka_unit_test_setup(test_intern, setup),
-        cmocka_unit_test_setup(test_memory_per_allocation, setup),
-        cmocka_unit_test_setup(test_threads, setup),
-        cmocka_unit_test_setup(test_free_from_other_threads, setup),
-        cmocka_unit_test_setup(test_check_finds_address_in_two_shards, setup),
-        cmocka_unit_test_setup(test_fork_while_threads_record, setup),
+        cmocka_unit_test_setup(test_record_fields, setup_empty_ledger),
+        cmocka_unit_test_setup(test_reused_address_replaces, setup_empty_ledger),
+        cmocka_unit_test_setup(test_seq_marks, setup_empty_ledger),
+        cmocka_unit_test_setup(test_random_against_model, setup_empty_ledger),
+        cmocka_unit_test_setup(test_collect_sites, setup_empty_ledger),
+        cmocka_unit_test_setup(test_intern, setup_empty_ledger),
+        cmocka_unit_test_setup(test_memory_per_allocation, setup_empty_ledger),
+        cmocka_unit_test_setup(test_threads, setup_empty_ledger),
+        cmocka_unit_test_setup(test_free_from_other_threads, setup_empty_ledger),
+        cmocka_unit_test_setup(test_check_finds_address_in_two_shards, setup_empty_ledger),
+        cmocka_unit_test_setup(test_fork_while_threads_record, setup_empty_ledger),
         cmocka_unit_test_setup_teardown(test_tagged_records, tag_setup, tag_teardown),
         cmocka_unit_test_setup_teardown(test_lookup_sorted, tag_setup, tag_teardown),
         cmocka_unit_test_setup_teardown(test_tagged_check_finds_wrong_tag, tag_setup, tag_teardown),

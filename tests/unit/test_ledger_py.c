@@ -16,16 +16,10 @@
 #include <cmocka.h>
 
 #include "ledger.h"
+#include "ledger_test_util.h"
 #include "ledger_internal.h"
 #include "ledger_py.h"
 #include "ledger_py_layout.h"
-
-static void check_ledger(void)
-{
-    char why[256] = "";
-    int bad = ledger_check(why, sizeof why);
-    if (bad) fail_msg("ledger_check: %d violations: %s", bad, why);
-}
 
 /* ---- line tables ----------------------------------------------------------------------------- */
 

@@ -18,21 +18,8 @@
 #include <cmocka.h>
 
 #include "ledger.h"
+#include "ledger_test_util.h"
 #include "symbolize.h"
-
-static void check_ledger(void)
-{
-    char why[256] = "";
-    int bad = ledger_check(why, sizeof why);
-    if (bad) fail_msg("ledger_check: %d violations: %s", bad, why);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    ledger_clear();
-    return 0;
-}
 
 static _Atomic int line_a, line_b; /* written by every capturing thread */
 
@@ -155,8 +142,8 @@ static void test_skip(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_capture_and_symbolize, setup),
-        cmocka_unit_test_setup(test_skip, setup),
+        cmocka_unit_test_setup(test_capture_and_symbolize, setup_empty_ledger),
+        cmocka_unit_test_setup(test_skip, setup_empty_ledger),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "ledger.h"
+#include "ledger_test_util.h"
 #include "ledger_file.h"
 #include "ledger_internal.h"
 #include "ledger_py.h"
@@ -37,13 +38,6 @@
 
 static char dir[256];
 static char pattern[300];
-
-static void check_ledger(void)
-{
-    char why[256] = "";
-    int bad = ledger_check(why, sizeof why);
-    if (bad) fail_msg("ledger_check: %d violations: %s", bad, why);
-}
 
 static int setup(void **state)
 {
