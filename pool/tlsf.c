@@ -18,9 +18,9 @@
  *      its end.
  * Steps 1 and 2 are O(1) (TLSF_FIT_SCAN blocks at most).  Step 3 runs only when no class
  * above size's own one holds a block, i.e. for a request within 1/32 of the largest free
- * blocks; it makes the search exact (NULL only when no listed block is large enough), which is what lets a request for exactly the
- * whole free range succeed and what the refusal classifier (pool_stats.c) relies on: a
- * request is refused iff no free run is large enough.  (It used to stop after 8 entries,
+ * blocks; it makes the search exact (NULL only when no listed block is large enough), which
+ * is what lets a request for exactly the whole free range succeed and what the refusal
+ * classifier (pool_stats.c) relies on: a request is refused iff no free run is large enough.  (It used to stop after 8 entries,
  * which could refuse a request while a block up to ~3 % larger sat further down the list.)
  * Its length is the number of free blocks in that one class, all within 1/32 of each other.
  * Split returns the remainder (>= 64 bytes by granularity) to the lists; coalesce merges a
