@@ -18,6 +18,16 @@ run_bench 'BENCH_POOL live=100000' "$B/bench_pool" 2000
 run_bench 'BENCH_FRAG_VA seed=3' "$B/bench_frag" 100
 run_bench 'ledger file with' "$B/bench_ledger" 2000
 run_bench 'npupool / bestfit (medians)' "$B/bench_peers" 0.01
+# BENCH_PEERS_ONLY: the peers named and no other, npupool's paths with their p90 and p99
+only=$(BENCH_PEERS_ONLY=o1heap BENCH_PEERS_SECTIONS=B "$B/bench_peers" 0.01 2>&1) ||
+    fail "bench_peers with BENCH_PEERS_ONLY=o1heap failed"
+echo "$only" | grep -q 'kind=latency live=1000 .*alloc=o1heap' || fail "BENCH_PEERS_ONLY=o1heap: no o1heap row"
+echo "$only" | grep -q 'kind=latency live=1000 .*alloc=npupool' || fail "BENCH_PEERS_ONLY=o1heap: no npupool row"
+if echo "$only" | grep -Eq 'kind=latency .*alloc=(tlsf|bestfit|glibc)'; then
+    fail "BENCH_PEERS_ONLY=o1heap ran a peer it did not name"
+fi
+echo "$only" | grep -Eq 'kind=np_path live=1000 path=cache share=[0-9.]+ median_ns=[0-9.]+ p90_ns=[0-9.]+ p99_ns=[0-9.]+ p999_ns=' ||
+    fail "bench_peers: the path lines lack p90 / p99"
 run_bench 'goal: throughput per thread' "$B/bench_shim" --quick
 # one variant of the slab knobs (built in $BUILD/knobs/grow16), small runs
 run_bench 'BENCH_KNOBS variant=grow16 tensor=' env BENCH_KNOBS_ONLY=grow16 \
