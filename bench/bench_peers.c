@@ -44,7 +44,7 @@
  * Usage: bench_peers [scale]   (BENCH_PEERS_SECTIONS=ABC: the sections to run, default all;
  *        BENCH_PEERS_ONLY=o1heap,tlsf: sections A and B with only these peers beside npupool and
  *        the floor, for a quick A/B of a pool change; the goal lines then compare with those
- *        peers only)
+ *        peers only; a name that is no peer's, or an empty list, exits 2 with a line saying so)
  *        scale (default 1) multiplies the timed pairs, the warm-up, the
  *        1,000,000-live scenario's live count and the generated traces' lengths (e.g. 0.05 for
  *        a quick look); the default run takes 1 to 3 minutes on 2 loaded cores.
@@ -1025,9 +1025,41 @@ static int peer_chosen(const char *only, const peer_ops_t *o)
     return 0;
 }
 
+/* 1 when every name in `only` (BENCH_PEERS_ONLY) is a peer's; else says which is not, on
+ * stderr, with the names there are. */
+static int peers_known(const char *only)
+{
+    if (only && !*only) {
+        fputs("bench_peers: BENCH_PEERS_ONLY is empty: name peers, or unset it for all\n", stderr);
+        return 0;
+    }
+    for (const char *at = only; at && *at;) {
+        size_t span = strcspn(at, ",");
+        int found = 0;
+        for (const peer_ops_t *const *p = peer_arenas; *p && !found; p++)
+            found = strlen((*p)->name) == span && strncmp(at, (*p)->name, span) == 0;
+        for (const peer_ops_t *const *p = peer_hosts; *p && !found; p++)
+            found = strlen((*p)->name) == span && strncmp(at, (*p)->name, span) == 0;
+        if (!found) {
+            fprintf(stderr,
+                    "bench_peers: BENCH_PEERS_ONLY names no peer '%.*s'; the peers:", (int)span,
+                    at);
+            for (const peer_ops_t *const *p = peer_arenas; *p; p++)
+                fprintf(stderr, " %s", (*p)->name);
+            for (const peer_ops_t *const *p = peer_hosts; *p; p++)
+                fprintf(stderr, " %s", (*p)->name);
+            fputc('\n', stderr);
+            return 0;
+        }
+        at += span + (at[span] == ',');
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     peer_host_prepare(argv);
+    if (!peers_known(getenv("BENCH_PEERS_ONLY"))) return 2;
     double scale = argc > 1 ? strtod(argv[1], NULL) : 1.0;
     if (!(scale > 0) || scale > 10) scale = 1.0;
     const char *rmm =

@@ -28,6 +28,9 @@ if echo "$only" | grep -Eq 'kind=latency .*alloc=(tlsf|bestfit|glibc)'; then
 fi
 echo "$only" | grep -Eq 'kind=np_path live=1000 path=cache share=[0-9.]+ median_ns=[0-9.]+ p90_ns=[0-9.]+ p99_ns=[0-9.]+ p999_ns=' ||
     fail "bench_peers: the path lines lack p90 / p99"
+bad=$(BENCH_PEERS_ONLY=o1heap,nosuch "$B/bench_peers" 0.01 2>&1); rc=$?
+[ "$rc" -eq 2 ] || fail "BENCH_PEERS_ONLY naming no peer: exit status $rc, not 2"
+echo "$bad" | grep -q "names no peer 'nosuch'" || fail "BENCH_PEERS_ONLY naming no peer: no clear line ($bad)"
 run_bench 'goal: throughput per thread' "$B/bench_shim" --quick
 # one variant of the slab knobs (built in $BUILD/knobs/grow16), small runs
 run_bench 'BENCH_KNOBS variant=grow16 tensor=' env BENCH_KNOBS_ONLY=grow16 \
