@@ -1012,20 +1012,29 @@ static void frag_section(double scale, const char *rmm_path, const char *rmm_nam
     ptrace_release(&tr[0]);
 }
 
-/* 1 when peer o is in the comma-separated list `only` (BENCH_PEERS_ONLY), or there is no list. */
+/* BENCH_PEERS_ONLY: a comma-separated list of peer names.  The peers it may name, both lists. */
+static const peer_ops_t *const *const g_peer_lists[] = {peer_arenas, peer_hosts};
+#define PEER_LISTS (sizeof g_peer_lists / sizeof *g_peer_lists)
+
+/* 1 when the name at[0..len) is `name`. */
+static int name_is(const char *at, size_t len, const char *name)
+{
+    return strlen(name) == len && strncmp(at, name, len) == 0;
+}
+
+/* 1 when peer o is in the list `only`, or there is no list. */
 static int peer_chosen(const char *only, const peer_ops_t *o)
 {
     if (!only) return 1;
-    size_t len = strlen(o->name);
     for (const char *at = only; *at;) {
-        size_t span = strcspn(at, ",");
-        if (span == len && strncmp(at, o->name, len) == 0) return 1;
-        at += span + (at[span] == ',');
+        size_t len = strcspn(at, ",");
+        if (name_is(at, len, o->name)) return 1;
+        at += len + (at[len] == ',');
     }
     return 0;
 }
 
-/* 1 when every name in `only` (BENCH_PEERS_ONLY) is a peer's; else says which is not, on
+/* 1 when every name in the list `only` (or no list) is a peer's; else says which is not, on
  * stderr, with the names there are. */
 static int peers_known(const char *only)
 {
@@ -1034,24 +1043,21 @@ static int peers_known(const char *only)
         return 0;
     }
     for (const char *at = only; at && *at;) {
-        size_t span = strcspn(at, ",");
+        size_t len = strcspn(at, ",");
         int found = 0;
-        for (const peer_ops_t *const *p = peer_arenas; *p && !found; p++)
-            found = strlen((*p)->name) == span && strncmp(at, (*p)->name, span) == 0;
-        for (const peer_ops_t *const *p = peer_hosts; *p && !found; p++)
-            found = strlen((*p)->name) == span && strncmp(at, (*p)->name, span) == 0;
+        for (size_t l = 0; l < PEER_LISTS && !found; l++)
+            for (const peer_ops_t *const *p = g_peer_lists[l]; *p; p++)
+                found |= name_is(at, len, (*p)->name);
         if (!found) {
             fprintf(stderr,
-                    "bench_peers: BENCH_PEERS_ONLY names no peer '%.*s'; the peers:", (int)span,
-                    at);
-            for (const peer_ops_t *const *p = peer_arenas; *p; p++)
-                fprintf(stderr, " %s", (*p)->name);
-            for (const peer_ops_t *const *p = peer_hosts; *p; p++)
-                fprintf(stderr, " %s", (*p)->name);
+                    "bench_peers: BENCH_PEERS_ONLY names no peer '%.*s'; the peers:", (int)len, at);
+            for (size_t l = 0; l < PEER_LISTS; l++)
+                for (const peer_ops_t *const *p = g_peer_lists[l]; *p; p++)
+                    fprintf(stderr, " %s", (*p)->name);
             fputc('\n', stderr);
             return 0;
         }
-        at += span + (at[span] == ',');
+        at += len + (at[len] == ',');
     }
     return 1;
 }
@@ -1059,7 +1065,8 @@ static int peers_known(const char *only)
 int main(int argc, char **argv)
 {
     peer_host_prepare(argv);
-    if (!peers_known(getenv("BENCH_PEERS_ONLY"))) return 2;
+    const char *only_peers = getenv("BENCH_PEERS_ONLY");
+    if (!peers_known(only_peers)) return 2;
     double scale = argc > 1 ? strtod(argv[1], NULL) : 1.0;
     if (!(scale > 0) || scale > 10) scale = 1.0;
     const char *rmm =
@@ -1084,7 +1091,6 @@ int main(int argc, char **argv)
     const peer_ops_t *lat[MAX_ALLOCS];
     size_t n = 0;
     lat[n++] = &g_npupool;
-    const char *only_peers = getenv("BENCH_PEERS_ONLY");
     printf("allocators:\n  %-9s %s\n", g_npupool.name, g_npupool.about);
     for (const peer_ops_t *const *p = peer_arenas; *p; p++) {
         if (!peer_chosen(only_peers, *p)) continue;

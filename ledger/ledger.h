@@ -132,8 +132,8 @@ int ledger_release_tagged(uint32_t handle, uintptr_t addr);
  * ledger_drop_device and ledger_clear forget every parked record first: their answers are those
  * of immediate forgets.  (ledger_record_free, on every free the runtime serves, does not.)  The
  * handle is checked when it is forgotten, as ledger_release_tagged checks it (a stale one
- * changes nothing).  NULL slot, or a ledger file
- * on: the forget is immediate (a killed job's file must not list a freed block as live). */
+ * changes nothing).  NULL slot, or a ledger file on: the forget is immediate (a killed job's
+ * file must not list a freed block as live). */
 typedef struct ledger_parked {
     uint64_t word;              /* check word << 32 | handle of the parked record, 0 = none
                                    (atomic; replaced under the parked record's shard lock) */
