@@ -8,11 +8,7 @@
 # first keeps it (no line).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
-need_ledger
-need_jsonschema
-unset NPUPOOL_SUPPRESS
-NP="$ABS_BUILD/npupool"
-cd "$TMPDIR_CASE"
+postmortem_case_start
 ulimit -c 0
 crash() { # NAME SIGNAL PROG ARGS...: compare with the run without npupool, then recover
     local name=$1 sig=$2 want rc file pid; shift 2

@@ -8,11 +8,7 @@
 # dlopen()s and dlclose()s a library that allocates from its constructor (dlopen_stress).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
-need_ledger
-need_jsonschema
-unset NPUPOOL_SUPPRESS
-NP="$ABS_BUILD/npupool"
-cd "$TMPDIR_CASE"
+postmortem_case_start
 NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/d-%p.ledger" run_preloaded postmortem dlopen \
     "$PROGS/libpostmortem_a.so" "$PROGS/libpostmortem_b.so" >out 2>err
 [ $? -eq 137 ] || { cat err; fail "the program should have died of SIGKILL"; }

@@ -9,11 +9,7 @@
 # child's too (its file is made after the runtime was learnt).
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
-need_ledger
-need_jsonschema
-unset NPUPOOL_SUPPRESS
-NP="$ABS_BUILD/npupool"
-cd "$TMPDIR_CASE"
+postmortem_case_start
 export NPUPOOL_REPORT="$TMPDIR_CASE/r-%p-%n.json"
 sites_of() { # FILE: --site arguments of the program's SITE lines
     while read -r tag fn count bytes line src; do

@@ -10,11 +10,7 @@
 # under DIR.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
-need_ledger
-need_jsonschema
-unset NPUPOOL_SUPPRESS
-NP="$ABS_BUILD/npupool"
-cd "$TMPDIR_CASE"
+postmortem_case_start
 for scale in 1 3; do
     rm -f k-*.ledger npupool-report-*.json rec.json
     NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/k-%p.ledger" run_preloaded postmortem kill "$scale" \

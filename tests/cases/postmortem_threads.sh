@@ -6,11 +6,7 @@
 # build's npupool and the fake runtime.
 . "$ROOT/tests/lib.sh"
 . "$ROOT/tests/programs/report_case_lib.sh"
-need_ledger
-need_jsonschema
-unset NPUPOOL_SUPPRESS
-NP="$ABS_BUILD/npupool"
-cd "$TMPDIR_CASE"
+postmortem_case_start
 for round in 1 2 3; do
     rm -f t-*.ledger rec.json
     NPUPOOL_LEDGER_FILE="$TMPDIR_CASE/t-%p.ledger" run_preloaded postmortem threads >out 2>err

@@ -6,6 +6,9 @@
 # check_reports ARGS...   tests/programs/check_report.py with the schema of this tree
 # reports PATTERN  the report files matching a glob in $TMPDIR_CASE, oldest first
 # build_id FILE    the GNU build id of an ELF file, as readelf -n prints it
+# postmortem_case_start   the start of a post-mortem case: skips without the ledger or
+#                  python3-jsonschema, unsets NPUPOOL_SUPPRESS, sets NP to this build's
+#                  `npupool` and enters $TMPDIR_CASE
 # identity_is REPORT   the report names this build's npupool (`npupool version`, libnpupool.so's
 #                  path and build id) and the fake runtime (its libascendcl.so's path and build
 #                  id) in its "npupool" and "runtime" sections; a diff on stderr when not
@@ -21,6 +24,14 @@ need_ledger() {
 
 need_jsonschema() {
     "$PY" -c 'import jsonschema' 2>/dev/null || skip "python3-jsonschema is not installed (for $PY)"
+}
+
+postmortem_case_start() {
+    need_ledger
+    need_jsonschema
+    unset NPUPOOL_SUPPRESS
+    NP="$ABS_BUILD/npupool"
+    cd "$TMPDIR_CASE" || fail "cannot enter $TMPDIR_CASE"
 }
 
 check_reports() {
