@@ -767,7 +767,8 @@ void ledger_clear(void)
     }
 }
 
-size_t ledger_live_count(int device)
+/* Live records for which keep(record, arg) says 1, the parked forgets completed first. */
+static size_t live_count_where(int (*keep)(const rec_t *, uint64_t), uint64_t arg)
 {
     ledger_release_parked(); /* parked records are forgotten ones */
     size_t total = 0;
@@ -776,12 +777,17 @@ size_t ledger_live_count(int device)
         shard_lock(s);
         for (uint32_t n = 0; n < s->carved; n++) {
             const rec_t *r = rec_at(s, n);
-            if (r->addr && rec_device(r) == device) total++;
+            if (r->addr && keep(r, arg)) total++;
         }
         shard_unlock(s);
     }
     return total;
 }
+
+static int rec_on_device(const rec_t *r, uint64_t device) { return rec_device(r) == (int)device; }
+static int rec_numbered_above(const rec_t *r, uint64_t seq) { return r->seq > seq; }
+
+size_t ledger_live_count(int device) { return live_count_where(rec_on_device, (uint64_t)device); }
 
 size_t ledger_live_total(void)
 {
@@ -806,21 +812,7 @@ uint64_t ledger_last_seq(void)
     return mark;
 }
 
-size_t ledger_live_count_since(uint64_t seq)
-{
-    ledger_release_parked(); /* parked records are forgotten ones */
-    size_t total = 0;
-    for (int k = 0; k < LEDGER_SHARDS; k++) {
-        shard_t *s = &shards[k];
-        shard_lock(s);
-        for (uint32_t n = 0; n < s->carved; n++) {
-            const rec_t *r = rec_at(s, n);
-            if (r->addr && r->seq > seq) total++;
-        }
-        shard_unlock(s);
-    }
-    return total;
-}
+size_t ledger_live_count_since(uint64_t seq) { return live_count_where(rec_numbered_above, seq); }
 
 static void rec_export(const rec_t *r, ledger_record_t *out)
 {
