@@ -36,6 +36,7 @@
 
 #include "firstfit.h"
 #include "pool.h"
+#include "splitmix.h"
 
 #define MiB ((size_t)1 << 20)
 #define GiB ((size_t)1 << 30)
@@ -54,19 +55,9 @@ typedef struct trace {
     size_t peak;   /* peak of live bytes over the trace */
 } trace_t;
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) / 9007199254740992.0; }
-
 static size_t log_uniform(uint64_t *s, double lo, double hi)
 {
-    return (size_t)floor(exp(log(lo) + rng_unit(s) * (log(hi + 1) - log(lo))));
+    return (size_t)floor(exp(log(lo) + splitmix_unit(s) * (log(hi + 1) - log(lo))));
 }
 
 typedef struct death {
@@ -91,12 +82,12 @@ static void trace_gen(trace_t *t, size_t n, uint64_t seed)
     t->ev = malloc(2 * n * sizeof *t->ev);
     death_t *d = malloc(n * sizeof *d);
     for (size_t i = 0; i < n; i++) {
-        size_t b = batch[rng_next(&seed) % 6], s = seq[rng_next(&seed) % 5];
+        size_t b = batch[splitmix_next(&seed) % 6], s = seq[splitmix_next(&seed) % 5];
         size_t raw = b * s * 4096 * 4;
         t->bytes[i] = ((raw + 31) & ~(size_t)31) + 32;
-        size_t life =
-            rng_next(&seed) % 10 == 0 ? log_uniform(&seed, 100, 2000) : log_uniform(&seed, 1, 32);
-        d[i] = (death_t){i + (life ? life : 1), rng_next(&seed), (int32_t)i};
+        size_t life = splitmix_next(&seed) % 10 == 0 ? log_uniform(&seed, 100, 2000)
+                                                     : log_uniform(&seed, 1, 32);
+        d[i] = (death_t){i + (life ? life : 1), splitmix_next(&seed), (int32_t)i};
     }
     qsort(d, n, sizeof *d, death_cmp);
     size_t k = 0, live = 0;

@@ -46,6 +46,7 @@
 
 #include "firstfit.h"
 #include "pool.h"
+#include "splitmix.h"
 
 /* ---- timer ----------------------------------------------------------------------------- */
 #if defined(__x86_64__)
@@ -418,17 +419,9 @@ typedef struct result {
     int failed;                    /* an allocation failed */
 } result_t;
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static size_t log_uniform(uint64_t *s, size_t lo, size_t hi)
 {
-    double u = (double)(rng_next(s) >> 11) / 9007199254740992.0;
+    double u = splitmix_unit(s);
     size_t v = (size_t)exp(log((double)lo) + u * (log((double)hi) - log((double)lo)));
     return v < lo ? lo : v > hi ? hi : v;
 }
@@ -441,7 +434,7 @@ static void scenario_gen(scenario_t *sc, uint64_t seed)
     sc->size = malloc(n * sizeof *sc->size);
     for (size_t i = 0; i < sc->live; i++) sc->fill[i] = log_uniform(&seed, sc->lo, sc->hi);
     for (size_t k = 0; k < n; k++) {
-        sc->slot[k] = (uint32_t)(rng_next(&seed) % sc->live);
+        sc->slot[k] = (uint32_t)(splitmix_next(&seed) % sc->live);
         sc->size[k] = log_uniform(&seed, sc->lo, sc->hi);
     }
 }

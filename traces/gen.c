@@ -19,7 +19,8 @@
  * The header and column lines are the readers' own (base/wire.h, tools/trace_read.h).
  */
 #include "trace_read.h" /* TRACE_RMM_COLUMNS */
-#include "wire.h"       /* WIRE_TRACE_HEADER, WIRE_TRACE_COLUMNS */
+#include "splitmix.h"
+#include "wire.h" /* WIRE_TRACE_HEADER, WIRE_TRACE_COLUMNS */
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -41,13 +42,7 @@ typedef struct gen {
     uint64_t live_bytes; /* sum of live sizes */
 } gen_t;
 
-static uint64_t rnd(gen_t *g)
-{
-    uint64_t z = (g->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+static uint64_t rnd(gen_t *g) { return splitmix_next(&g->rng); }
 
 /* Uniform in [lo, hi]. */
 static uint64_t uni(gen_t *g, uint64_t lo, uint64_t hi) { return lo + rnd(g) % (hi - lo + 1); }

@@ -14,14 +14,7 @@
 #include <cmocka.h>
 
 #include "addrmap.h"
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "splitmix.h"
 
 static void test_basic(void **state)
 {
@@ -83,10 +76,11 @@ static void test_random_against_reference(void **state)
     for (long op = 0; op < OPS; op++) {
         /* Phase: grow to MAXLIVE, shrink, grow again. */
         long phase = op / (OPS / 4);
-        int want_put = (phase % 2 == 0) ? rng_next(&s) % 100 < 70 : rng_next(&s) % 100 < 30;
+        int want_put =
+            (phase % 2 == 0) ? splitmix_next(&s) % 100 < 70 : splitmix_next(&s) % 100 < 30;
         if (r.n == 0 || (want_put && r.n < MAXLIVE)) {
-            uintptr_t k = (uintptr_t)(rng_next(&s) & 0xffffffffffc0ull); /* 64-aligned */
-            uint64_t v = rng_next(&s);
+            uintptr_t k = (uintptr_t)(splitmix_next(&s) & 0xffffffffffc0ull); /* 64-aligned */
+            uint64_t v = splitmix_next(&s);
             int present = addrmap_get(&m, k, NULL);
             int rc = addrmap_put(&m, k, v);
             assert_int_equal(rc, present);
@@ -97,7 +91,7 @@ static void test_random_against_reference(void **state)
                 vsum += v;
             }
         } else {
-            size_t i = (size_t)(rng_next(&s) % r.n);
+            size_t i = (size_t)(splitmix_next(&s) % r.n);
             uint64_t v = 0;
             assert_int_equal(addrmap_get(&m, r.keys[i], &v), 1);
             assert_true(v == r.vals[i]);

@@ -22,6 +22,7 @@
 
 #include "fmt.h"
 #include "pool.h"
+#include "splitmix.h"
 #include "pool_internal.h" /* white box: class geometry, pages, the large heap's classes */
 
 #define KiB ((size_t)1 << 10)
@@ -36,23 +37,15 @@ static void check_pool(pool_t *p)
     assert_int_equal(bad, 0);
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static size_t rng_range(uint64_t *s, size_t lo, size_t hi) /* inclusive */
 {
-    return lo + (size_t)(rng_next(s) % (hi - lo + 1));
+    return lo + (size_t)(splitmix_next(s) % (hi - lo + 1));
 }
 
 static void shuffle(uintptr_t *a, size_t n, uint64_t *s)
 {
     for (size_t i = n; i > 1; i--) {
-        size_t j = (size_t)(rng_next(s) % i);
+        size_t j = (size_t)(splitmix_next(s) % i);
         uintptr_t t = a[i - 1];
         a[i - 1] = a[j];
         a[j] = t;
@@ -563,8 +556,8 @@ static void coalesce_in_order(int order, uint64_t seed)
     size_t n = 0;
     while (n < 400) {
         /* Mixed: mostly small (slab pages), some large. */
-        size_t g = rng_next(&seed) % 4 == 0 ? rng_range(&seed, MiB + 1, 3 * MiB)
-                                            : rng_range(&seed, 1, 200 * KiB);
+        size_t g = splitmix_next(&seed) % 4 == 0 ? rng_range(&seed, MiB + 1, 3 * MiB)
+                                                 : rng_range(&seed, 1, 200 * KiB);
         uintptr_t a;
         int rc = pool_alloc(p, g, g, &a, NULL);
         if (rc == POOL_ENOMEM) break;
@@ -766,7 +759,7 @@ static void test_stats_consistency(void **state)
     size_t n = 0, granted_sum = 0, requested_sum = 0;
     uint64_t seed = 99;
     for (int step = 0; step < 3000; step++) {
-        if (n < 600 && (n == 0 || rng_next(&seed) % 100 < 60)) {
+        if (n < 600 && (n == 0 || splitmix_next(&seed) % 100 < 60)) {
             /* log-uniform 1 B .. 2 GiB */
             unsigned bits = (unsigned)rng_range(&seed, 0, 31);
             size_t g = rng_range(&seed, (size_t)1 << bits, ((size_t)2 << bits) - 1);
@@ -781,7 +774,7 @@ static void test_stats_consistency(void **state)
                 assert_int_equal(rc, POOL_ENOMEM);
             }
         } else {
-            size_t i = (size_t)(rng_next(&seed) % n), g, r;
+            size_t i = (size_t)(splitmix_next(&seed) % n), g, r;
             assert_int_equal(pool_free(p, live[i], &g, &r), POOL_OK);
             granted_sum -= g;
             requested_sum -= r;
@@ -1554,7 +1547,7 @@ static void tag_fill(tag_blocks_t *b, size_t i, uint64_t *rng)
     uint32_t *w = NULL;
     assert_int_equal(pool_alloc_tagged(b->p, req, g, &b->a[i], NULL, &w), POOL_OK);
     assert_non_null(w);
-    b->t[i] = (uint32_t)rng_next(rng) | 1u;
+    b->t[i] = (uint32_t)splitmix_next(rng) | 1u;
     b->g[i] = g;
     *w = b->t[i];
 }

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "pool.h"
+#include "splitmix.h"
 #include "pool_internal.h" /* to verify that an ENOMEM was honest */
 
 #define MiB ((size_t)1 << 20)
@@ -43,16 +44,6 @@ typedef struct model {
     size_t granted;   /* sum of granted */
     size_t requested; /* sum of requested */
 } model_t;
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double rng_unit(uint64_t *s) { return (double)(rng_next(s) >> 11) / 9007199254740992.0; }
 
 static void check_pool(pool_t *p, uint64_t seed, long step)
 {
@@ -176,16 +167,18 @@ static void probe(pool_t *p, size_t g, size_t usable, counts_t *k, uint64_t seed
 static size_t pick_size(uint64_t *s, size_t usable)
 {
     static const size_t edge[] = {1, 63, 64, 65, MiB - 1, MiB, MiB + 1};
-    unsigned r = (unsigned)(rng_next(s) % 100);
-    if (r < 6) return edge[rng_next(s) % (sizeof edge / sizeof edge[0])];
+    unsigned r = (unsigned)(splitmix_next(s) % 100);
+    if (r < 6) return edge[splitmix_next(s) % (sizeof edge / sizeof edge[0])];
     if (r < 12) { /* a slab class's first or last size */
-        unsigned c = (unsigned)(rng_next(s) % SLAB_NCLASSES);
-        size_t v = rng_next(s) & 1 ? slab_geom[c].slot : c == 0 ? 1 : slab_geom[c - 1].slot + 1;
+        unsigned c = (unsigned)(splitmix_next(s) % SLAB_NCLASSES);
+        size_t v = splitmix_next(s) & 1 ? slab_geom[c].slot
+                   : c == 0             ? 1
+                                        : slab_geom[c - 1].slot + 1;
         return v > usable ? usable : v;
     }
     if (r == 6) return usable;
-    if (r == 7) return usable + 1 + (size_t)(rng_next(s) % 100);
-    double x = exp(rng_unit(s) * log((double)usable));
+    if (r == 7) return usable + 1 + (size_t)(splitmix_next(s) % 100);
+    double x = exp(splitmix_unit(s) * log((double)usable));
     size_t v = (size_t)x;
     return v < 1 ? 1 : v > usable ? usable : v;
 }
@@ -210,13 +203,14 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
     uint64_t s = seed;
     counts_t k = {0};
     for (long step = 0; step < steps; step++) {
-        unsigned op = (unsigned)(rng_next(&s) % 100);
+        unsigned op = (unsigned)(splitmix_next(&s) % 100);
         if (op < 3) {
             /* invalid free: random address, in range (not a live start) or out of range */
-            uintptr_t a = op == 0   ? base + (uintptr_t)(rng_next(&s) % size)
-                          : op == 1 ? ubase + (uintptr_t)((rng_next(&s) % (usable / 64)) * 64)
-                                    : (rng_next(&s) & 1 ? base - 1 - rng_next(&s) % 4096
-                                                        : base + size + rng_next(&s) % 4096);
+            uintptr_t a = op == 0 ? base + (uintptr_t)(splitmix_next(&s) % size)
+                          : op == 1
+                              ? ubase + (uintptr_t)((splitmix_next(&s) % (usable / 64)) * 64)
+                              : (splitmix_next(&s) & 1 ? base - 1 - splitmix_next(&s) % 4096
+                                                       : base + size + splitmix_next(&s) % 4096);
             size_t i = model_lower(&m, a);
             if (i < m.n && m.v[i].addr == a) continue;
             pool_stats_t before, after;
@@ -229,7 +223,7 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
             k.invalid++;
         } else if (m.n == 0 || op < (unsigned)alloc_pct) {
             size_t g = pick_size(&s, usable);
-            size_t r = (size_t)(rng_next(&s) % (g + 1));
+            size_t r = (size_t)(splitmix_next(&s) % (g + 1));
             uintptr_t a = 0;
             int rc = pool_alloc(p, r, g, &a, NULL);
             if (g > usable) {
@@ -250,7 +244,7 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
                 k.enomem++;
             }
         } else {
-            size_t i = (size_t)(rng_next(&s) % m.n);
+            size_t i = (size_t)(splitmix_next(&s) % m.n);
             live_t e = model_take(&m, i);
             size_t g = 0, r = 0;
             assert_int_equal(pool_free(p, e.addr, &g, &r), POOL_OK);
@@ -264,11 +258,11 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
              * the largest free run (the edge where a request starts to be refused). */
             pool_stats_t now;
             pool_get_stats(p, &now);
-            probe(p, 1 + (size_t)(rng_next(&s) % SLAB_MAX), usable, &k, seed, step);
+            probe(p, 1 + (size_t)(splitmix_next(&s) % SLAB_MAX), usable, &k, seed, step);
             probe(p, pick_size(&s, usable), usable, &k, seed, step);
-            probe(p, slab_geom[rng_next(&s) % SLAB_NCLASSES].slot, usable, &k, seed, step);
+            probe(p, slab_geom[splitmix_next(&s) % SLAB_NCLASSES].slot, usable, &k, seed, step);
             probe(p, now.largest_free_bytes, usable, &k, seed, step);
-            probe(p, now.largest_free_bytes + 1 + rng_next(&s) % 64, usable, &k, seed, step);
+            probe(p, now.largest_free_bytes + 1 + splitmix_next(&s) % 64, usable, &k, seed, step);
         }
         /* The checker ran with this thread's cache as the operation left it (refilled,
          * flushed, pushed); now with it drained (pool_explain drained it already, and
@@ -292,7 +286,7 @@ static void run_sequence(uint64_t seed, uintptr_t base, size_t size, long steps,
     assert_true(k.enomem > 10 / STEP_SCALE && k.invalid > 10 / STEP_SCALE);
     assert_true(k.probes > 100 / STEP_SCALE && k.refused > 10 / STEP_SCALE);
     while (m.n > 0) {
-        live_t e = model_take(&m, (size_t)(rng_next(&s) % m.n));
+        live_t e = model_take(&m, (size_t)(splitmix_next(&s) % m.n));
         assert_int_equal(pool_free(p, e.addr, NULL, NULL), POOL_OK);
         check_pool(p, seed, -1);
     }

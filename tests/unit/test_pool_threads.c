@@ -32,6 +32,7 @@
 
 #include "barrier.h" /* cpu_relax */
 #include "pool.h"
+#include "splitmix.h"
 #include "pool_internal.h" /* pool_cache_fenced, the caches (white box) */
 
 #define NTHREADS 8
@@ -53,23 +54,16 @@ typedef struct worker {
 
 static volatile int stop_reader; /* set once the workers are done (joined before reading) */
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
     for (int op = 0; op < OPS; op++) {
-        int do_alloc = w->n == 0 || (w->n < KEEP && rng_next(&w->seed) % 100 < 55);
+        int do_alloc = w->n == 0 || (w->n < KEEP && splitmix_next(&w->seed) % 100 < 55);
         if (do_alloc) {
             /* log-uniform-ish 1 B .. 4 MiB */
-            unsigned bits = (unsigned)(rng_next(&w->seed) % 22);
-            size_t g = ((size_t)1 << bits) + (size_t)(rng_next(&w->seed) % ((size_t)1 << bits));
+            unsigned bits = (unsigned)(splitmix_next(&w->seed) % 22);
+            size_t g =
+                ((size_t)1 << bits) + (size_t)(splitmix_next(&w->seed) % ((size_t)1 << bits));
             uintptr_t a;
             int rc = pool_alloc(w->pool, g / 2, g, &a, NULL);
             if (rc == POOL_OK) {
@@ -87,7 +81,7 @@ static void *worker_main(void *arg)
                 w->errors++;
             }
         } else {
-            size_t i = (size_t)(rng_next(&w->seed) % w->n);
+            size_t i = (size_t)(splitmix_next(&w->seed) % w->n);
             size_t g = 0;
             if (pool_free(w->pool, w->addr[i], &g, NULL) != POOL_OK || g != w->granted[i])
                 w->errors++;
@@ -647,11 +641,11 @@ static void test_cache_bounds(void **state)
     assert_int_equal(pool_alloc(p, 64, 64, &sentinel, NULL), POOL_OK);
     uint64_t seed = 13;
     for (int i = 0; i < BOUND_BLOCKS; i++) {
-        size_t g = (32 << 10) + (size_t)(rng_next(&seed) % (224u << 10));
+        size_t g = (32 << 10) + (size_t)(splitmix_next(&seed) % (224u << 10));
         assert_int_equal(pool_alloc(p, g, g, &a[i], NULL), POOL_OK);
     }
     for (int i = BOUND_BLOCKS - 1; i > 0; i--) { /* Fisher-Yates */
-        int j = (int)(rng_next(&seed) % (uint64_t)(i + 1));
+        int j = (int)(splitmix_next(&seed) % (uint64_t)(i + 1));
         uintptr_t t = a[i];
         a[i] = a[j];
         a[j] = t;
@@ -833,7 +827,7 @@ static void *many_main(void *arg)
 {
     many_t *m = arg;
     for (int op = 0; op < m->ops; op++) {
-        size_t i = (size_t)(rng_next(&m->seed) % MANY_SLOTS), g = 0;
+        size_t i = (size_t)(splitmix_next(&m->seed) % MANY_SLOTS), g = 0;
         uintptr_t a = __atomic_exchange_n(&m->slots[i], 0, __ATOMIC_ACQ_REL);
         if (a) { /* someone else's block, most likely: free it */
             int rc = pool_free(m->pool, a, &g, NULL);
@@ -842,8 +836,8 @@ static void *many_main(void *arg)
             m->freed += g;
             continue;
         }
-        g = (size_t)1 << (rng_next(&m->seed) % 16);
-        g += rng_next(&m->seed) % g;
+        g = (size_t)1 << (splitmix_next(&m->seed) % 16);
+        g += splitmix_next(&m->seed) % g;
         int rc = pool_alloc(m->pool, g, g, &a, NULL);
         if (rc != POOL_OK) {
             if (m->errors++ == 0) print_error("pool_alloc(%zu): %d\n", g, rc);

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "pool.h"
+#include "splitmix.h"
 #include "pool_internal.h" /* white box: the chunk table, the heaps */
 
 #define KiB ((size_t)1 << 10)
@@ -546,18 +547,10 @@ static void test_small_blocks_grow(void **state)
 }
 
 /* ---- random sequences: the classifier's guarantee ---------------------------------------- */
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 static size_t log_size(uint64_t *r, size_t hi)
 {
-    unsigned bits = (unsigned)(rng_next(r) % (unsigned)(63 - __builtin_clzll(hi)));
-    size_t g = ((size_t)1 << bits) + (size_t)(rng_next(r) % ((size_t)1 << bits));
+    unsigned bits = (unsigned)(splitmix_next(r) % (unsigned)(63 - __builtin_clzll(hi)));
+    size_t g = ((size_t)1 << bits) + (size_t)(splitmix_next(r) % ((size_t)1 << bits));
     return g > hi ? hi : g ? g : 1;
 }
 
@@ -593,7 +586,7 @@ static void run_random(uint64_t seed, size_t va, size_t chunk, size_t limit, int
     size_t n = 0;
     uint64_t r = seed;
     for (int step = 0; step < steps; step++) {
-        uint64_t op = rng_next(&r) % 100;
+        uint64_t op = splitmix_next(&r) % 100;
         if (op < 50 && n < 512) {
             size_t g = log_size(&r, limit / 4);
             uintptr_t a;
@@ -605,7 +598,7 @@ static void run_random(uint64_t seed, size_t va, size_t chunk, size_t limit, int
             if (rc == POOL_OK) live[n++] = a;
             check_all(p, &s);
         } else if (op < 90 && n) {
-            size_t i = (size_t)(rng_next(&r) % n);
+            size_t i = (size_t)(splitmix_next(&r) % n);
             must_free(p, &s, live[i]);
             live[i] = live[--n];
         } else if (op < 95) {
@@ -674,7 +667,7 @@ static void *worker_main(void *arg)
          !__atomic_load_n(&taker_failed, __ATOMIC_ACQUIRE) &&
          (op < 4000 || __atomic_load_n(&taker_rounds, __ATOMIC_ACQUIRE) < TAKER_ROUNDS_MIN);
          op++) {
-        if (w->n == 0 || (w->n < KEEP && rng_next(&w->seed) % 100 < 55)) {
+        if (w->n == 0 || (w->n < KEEP && splitmix_next(&w->seed) % 100 < 55)) {
             size_t g = log_size(&w->seed, 8 * MiB);
             uintptr_t a;
             int rc = pool_alloc(w->pool, g, g, &a, NULL);
@@ -683,7 +676,7 @@ static void *worker_main(void *arg)
             else if (rc != POOL_ENOMEM)
                 w->errors++;
         } else {
-            size_t i = (size_t)(rng_next(&w->seed) % w->n);
+            size_t i = (size_t)(splitmix_next(&w->seed) % w->n);
             if (pool_free(w->pool, w->addr[i], NULL, NULL) != POOL_OK) w->errors++;
             w->addr[i] = w->addr[--w->n];
         }
@@ -703,10 +696,10 @@ static void *taker_main(void *arg)
     taker_t *t = arg;
     uint64_t r = 99;
     while (!__atomic_load_n(&stop_taker, __ATOMIC_ACQUIRE)) {
-        size_t want = (size_t)(rng_next(&r) % 16 + 1) * 2 * MiB;
+        size_t want = (size_t)(splitmix_next(&r) % 16 + 1) * 2 * MiB;
         size_t got = pool_give_back(t->pool, want);
         pthread_mutex_lock(&t->sim->lock);
-        t->sim->budget = t->sim->held + (rng_next(&r) % 2 ? 0 : got); /* sometimes keep it */
+        t->sim->budget = t->sim->held + (splitmix_next(&r) % 2 ? 0 : got); /* sometimes keep it */
         pthread_mutex_unlock(&t->sim->lock);
         t->rounds++;
         __atomic_store_n(&taker_rounds, t->rounds, __ATOMIC_RELEASE);
