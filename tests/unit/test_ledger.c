@@ -271,6 +271,60 @@ static void test_intern(void **state)
     check_ledger();
 }
 
+/* A capture from `levels` recursive calls deep: each level is another stack. */
+__attribute__((noipa)) static uint32_t capture_at(int levels)
+{
+    uint32_t id = levels > 0 ? capture_at(levels - 1) : ledger_stack_capture(0);
+    __asm__ volatile("" ::: "memory"); /* keep the call from being a tail call */
+    return id;
+}
+
+/* Every site's capture twice in a row (the second a memo hit), from one call site each. */
+__attribute__((noipa)) static void capture_sites(uint32_t ids[][2], int sites)
+{
+    volatile int reps = 2; /* loops the compiler cannot unroll: one call site */
+    for (int k = 0; k < sites; k++)
+        for (int rep = 0; rep < reps; rep++) ids[k][rep] = capture_at(k);
+}
+
+/* The thread's memo of its last stacks (ledger_stack.c) answers as interning does: six call
+ * stacks (more than the memo holds) captured in turn get their first capture's id every time
+ * and six different ids; a smaller depth gives the prefix its own id, not a memo entry's, and
+ * the full depth then finds the first ids again. */
+static void test_capture_memo(void **state)
+{
+    (void)state;
+    enum { SITES = 6 };
+    static const int depth_of_phase[3] = {16, 2, 16};
+    volatile int phases = 3, rounds = 5; /* one call site of capture_sites for every capture */
+    uint32_t first[SITES] = {0}, prefix = 0;
+    for (int phase = 0; phase < phases; phase++) {
+        ledger_init(&(ledger_config_t){.backtrace_depth = depth_of_phase[phase]});
+        for (int round = 0; round < rounds; round++) {
+            uint32_t ids[SITES][2];
+            capture_sites(ids, SITES);
+            for (int k = 0; k < SITES; k++) {
+                assert_int_not_equal(ids[k][0], 0);
+                assert_int_equal(ids[k][1], ids[k][0]);
+                if (phase == 0 && round == 0) first[k] = ids[k][0];
+                if (phase == 1) {
+                    assert_int_not_equal(ids[k][0], first[k]);
+                    if (k == 3) prefix = ids[k][0];
+                } else {
+                    assert_int_equal(ids[k][0], first[k]);
+                }
+            }
+        }
+    }
+    for (int k = 0; k < SITES; k++)
+        for (int j = 0; j < k; j++) assert_int_not_equal(first[k], first[j]);
+    const uintptr_t *deep, *shallow;
+    assert_true(ledger_stack_frames(first[3], &deep) > 3);
+    assert_int_equal(ledger_stack_frames(prefix, &shallow), 2);
+    assert_memory_equal(shallow, deep, 2 * sizeof deep[0]);
+    check_ledger();
+}
+
 /* ---- memory per live allocation ---------------------------------------------------------------- */
 
 static void test_memory_per_allocation(void **state)
@@ -872,6 +926,7 @@ int main(void)
         cmocka_unit_test_setup(test_random_against_model, setup_empty_ledger),
         cmocka_unit_test_setup(test_collect_sites, setup_empty_ledger),
         cmocka_unit_test_setup(test_intern, setup_empty_ledger),
+        cmocka_unit_test_setup(test_capture_memo, setup_empty_ledger),
         cmocka_unit_test_setup(test_memory_per_allocation, setup_empty_ledger),
         cmocka_unit_test_setup(test_threads, setup_empty_ledger),
         cmocka_unit_test_setup(test_free_from_other_threads, setup_empty_ledger),
