@@ -49,7 +49,8 @@
 #define DIR_CHUNKS 16384u       /* directory chunks: at most 16M distinct stacks */
 #define ARENA_CHUNK (64u << 10) /* bytes per arena chunk */
 #define ITAB_MIN 1024u          /* initial hash table slots */
-#define SELF_SLACK 6            /* extra frames captured to cover npupool's own */
+#define SELF_MAX 16             /* most of npupool's own frames a capture walks past */
+#define PY_NATIVE_SLACK 8       /* native frames walked beyond `depth` when Python frames are on */
 
 typedef struct stack_rec {
     uint64_t hash;      /* hash of depth and frames */
@@ -100,6 +101,12 @@ static __thread uint8_t t_memo_next __attribute__((tls_model("initial-exec")));
 
 static _Atomic int g_depth;        /* frames kept, 0 = off */
 static uintptr_t self_lo, self_hi; /* npupool's own mapped range, 0/0 when not a DSO */
+/* npupool's own frames on top of a captured stack: the most any capture has found (at most
+ * SELF_MAX).  They are the same few on every path into the ledger, so a walk goes that many
+ * frames past them and `depth` more, no further (it went a fixed 6 past them: at the default
+ * depth, 3 frames more than the shim's paths need).  A capture that finds more of them raises
+ * the count and walks again, once, if its walk stopped short of the frames it keeps. */
+static _Atomic int self_frames;
 static pthread_once_t self_once = PTHREAD_ONCE_INIT;
 
 /* ---- hashing ------------------------------------------------------------------------------- */
@@ -356,6 +363,15 @@ static uint32_t intern_memo(const uintptr_t *frames, int depth)
     return id;
 }
 
+/* The first of buf[2..n) outside npupool's own code (buf[0] is inside ledger_unwind_backtrace,
+ * buf[1] inside ledger_stack_capture). */
+static int self_frames_end(void *const *buf, int n)
+{
+    int i = 2;
+    while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
+    return i;
+}
+
 __attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
 {
     int depth = atomic_load_explicit(&g_depth, memory_order_relaxed);
@@ -371,14 +387,30 @@ __attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
         atomic_fetch_sub(mine, 1);
         return 0;
     }
-    void *buf[LEDGER_MAX_DEPTH + 32 + SELF_SLACK + 2];
-    int want = depth + 2 + SELF_SLACK + (skip < 32 ? skip : 32);
+    void *buf[LEDGER_MAX_DEPTH + 32 + PY_NATIVE_SLACK + SELF_MAX + 2];
+    int python = ledger_py_active(); /* (it may look for an interpreter: before the walk) */
+    /* this file's 2 frames, the skip, and with Python the interpreter's own frames, which take
+     * no place among the `depth` native frames kept (ledger_py_merge) */
+    int above = 2 + (skip < 32 ? skip : 32) + (python ? PY_NATIVE_SLACK : 0);
+    int guess = atomic_load_explicit(&self_frames, memory_order_relaxed);
+    int want = depth + above + guess;
     int n = ledger_unwind_backtrace(buf, want);
-    int i = 2; /* buf[0] is inside ledger_unwind_backtrace, buf[1] inside this function */
-    while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
+    int i = self_frames_end(buf, n);
+    int seen = i - 2 < SELF_MAX ? i - 2 : SELF_MAX;
+    if (seen > guess) { /* more of npupool's frames than the walk allowed for */
+        while (guess < seen &&
+               !atomic_compare_exchange_weak_explicit(&self_frames, &guess, seen,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+        }
+        if (n == want) { /* it stopped short of the frames kept: walk again, further */
+            want = depth + above + seen;
+            n = ledger_unwind_backtrace(buf, want);
+            i = self_frames_end(buf, n);
+        }
+    }
     i += skip;
     uint32_t id = 0;
-    if (i < n && ledger_py_active()) { /* Python frames and the mark (no lock of the interpreter) */
+    if (i < n && python) { /* Python frames and the mark (no lock of the interpreter) */
         uintptr_t mixed[LEDGER_MAX_DEPTH];
         int m = ledger_py_splice((const uintptr_t *)&buf[i], n - i, depth, mixed, LEDGER_MAX_DEPTH);
         if (m > 0) id = intern_memo(mixed, m);

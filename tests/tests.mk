@@ -23,7 +23,8 @@ $(SHIM_DLOPEN_PROGRAMS:%=$(BUILD)/tests/programs/%): $(BUILD)/tests/programs/%: 
 
 # Programs for the ledger and report cases (tests/cases/ledger_*.sh, report_*.sh): linked WITHOUT
 # -rdynamic (static functions are named from .symtab only).
-E2E_C  := leaks oom_puzzle signal_threads slow_leak dlopen_stress reset_finalize threshold chunk_frag postmortem many_live
+E2E_C  := leaks oom_puzzle signal_threads slow_leak dlopen_stress reset_finalize threshold chunk_frag postmortem many_live \
+          deep_leak
 E2E_CC := cxx_throw cxx_abort
 E2E_BINS := $(E2E_C:%=$(PROG_DIR)/%) $(E2E_CC:%=$(PROG_DIR)/%)
 
