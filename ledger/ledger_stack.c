@@ -356,10 +356,7 @@ static uint32_t intern_memo(const uintptr_t *frames, int depth)
     }
     uint32_t id = ledger_stack_intern(frames, depth);
     const stack_rec_t *r = stack_get(id);
-    if (r) {
-        t_memo[t_memo_next % STACK_MEMO] = r;
-        t_memo_next = (uint8_t)((t_memo_next + 1u) % STACK_MEMO);
-    }
+    if (r) t_memo[t_memo_next++ % STACK_MEMO] = r; /* (256 is a multiple of STACK_MEMO) */
     return id;
 }
 
