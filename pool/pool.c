@@ -330,7 +330,10 @@ static int alloc_locked(pool_t *p, cache_t *c, unsigned k, alloc_req_t *r, uintp
 static inline int alloc_any(pool_t *p, size_t requested, size_t granted, uintptr_t *out,
                             pool_refusal_t *why, uint32_t **tag_word)
 {
-    if (!p || !out || granted == 0 || requested > granted) return POOL_EINVAL;
+    if (!p || !out || granted == 0 || requested > granted) {
+        if (why) memset(why, 0, sizeof *why); /* kind NONE: the arguments, not the pool */
+        return POOL_EINVAL;
+    }
     alloc_req_t r = {.need = desc_align(granted), .granted = granted, .requested = requested};
     cache_t *c = NULL;
     unsigned k = 0;

@@ -253,7 +253,8 @@ void pool_explain(pool_t *pool, size_t granted, pool_refusal_t *out);
  * On POOL_OK *out is the block's start address.  On POOL_ENOMEM, and on POOL_EINVAL for a
  * request larger than the pool (kind TOO_LARGE), *why (if non-NULL) explains the refusal; on
  * POOL_ENOMEM it is computed under the same lock hold that refused, so it describes exactly
- * the state the request met.  Otherwise *why is not touched. */
+ * the state the request met; on POOL_EINVAL for bad arguments it is zeroed (kind NONE).  On
+ * POOL_OK *why is not touched, so a caller need not clear it before the call. */
 int pool_alloc(pool_t *pool, size_t requested, size_t granted, uintptr_t *out, pool_refusal_t *why);
 
 /* Tagged allocation: pool_alloc, and on POOL_OK *tag_word points at the block's tag: a 32-bit

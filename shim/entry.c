@@ -227,7 +227,7 @@ static aclError shim_alloc(enum vocab_entry e, void **dev_ptr, size_t size,
     uintptr_t addr = 0;
     uint32_t *tag = NULL;
     uint64_t now = 0;
-    pool_refusal_t why = {.kind = POOL_REFUSAL_NONE};
+    pool_refusal_t why; /* written by every refusal (pool.h), read only after one */
     /* (requested <= granted for the pool: a size near SIZE_MAX was capped above) */
     usage_watch_t watch = usage_watch_begin();
     int prc =

@@ -218,11 +218,28 @@ static void test_edge_sizes(void **state)
     assert_int_equal(pool_alloc(p, 10, 5, &a, NULL), POOL_EINVAL); /* requested > granted */
     assert_int_equal(pool_alloc(p, 0, SIZE_MAX, &a, NULL), POOL_EINVAL);
     assert_int_equal(pool_alloc(p, 0, 64, NULL, NULL), POOL_EINVAL);
+    /* Every refusal writes *why whole, so a caller need not clear it (pool.h); a success leaves
+     * it as it was. */
+    pool_refusal_t why, zero;
+    memset(&zero, 0, sizeof zero);
+    memset(&why, 0xa5, sizeof why);
+    assert_int_equal(pool_alloc(p, 10, 5, &a, &why), POOL_EINVAL);
+    assert_memory_equal(&why, &zero, sizeof why); /* bad arguments: kind NONE, all zero */
+    memset(&why, 0xa5, sizeof why);
+    assert_int_equal(pool_alloc(p, 0, usable + 1, &a, &why), POOL_EINVAL);
+    assert_int_equal(why.kind, POOL_REFUSAL_TOO_LARGE);
+    assert_int_equal(why.need, (usable + 1 + 63) / 64 * 64);
+    pool_refusal_t before;
+    memset(&why, 0xa5, sizeof why);
+    before = why;
+    assert_int_equal(pool_alloc(p, 64, 64, &a, &why), POOL_OK);
+    assert_memory_equal(&why, &before, sizeof why);
+    assert_int_equal(pool_free(p, a, NULL, NULL), POOL_OK);
     pool_stats_t st;
     pool_get_stats(p, &st);
     assert_int_equal(st.failed_allocs, 1);
-    assert_int_equal(st.allocs, sizeof sizes / sizeof sizes[0]);
-    assert_int_equal(st.frees, sizeof sizes / sizeof sizes[0]);
+    assert_int_equal(st.allocs, sizeof sizes / sizeof sizes[0] + 1);
+    assert_int_equal(st.frees, sizeof sizes / sizeof sizes[0] + 1);
     assert_int_equal(st.peak_allocated_bytes, usable);
     check_pool(p);
     pool_destroy(p);
