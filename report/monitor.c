@@ -93,10 +93,9 @@ REPORT_HIDDEN void monitor_reset(void)
 }
 
 /* coarse: clock_coarse_ns() (a few ns); the precise clock is read only when a sample is taken. */
-static void monitor_sample(monitor_t *m, uint64_t coarse, size_t allocated)
+static __attribute__((noinline)) void monitor_take_sample(monitor_t *m, uint64_t last,
+                                                          uint64_t coarse, size_t allocated)
 {
-    uint64_t last = atomic_load_explicit(&m->last_sample_ns, memory_order_relaxed);
-    if (last && coarse - last < MON_SAMPLE_NS) return;
     if (!atomic_compare_exchange_strong(&m->last_sample_ns, &last, coarse)) return;
     uint32_t i = atomic_fetch_add_explicit(&m->sample_next, 1, memory_order_relaxed) % MON_RING;
     atomic_store_explicit(&m->sample_a[i], allocated, memory_order_relaxed);
@@ -151,19 +150,12 @@ void report_usage_changed(int device, size_t allocated, size_t reserved)
     report_usage_changed_at(device, allocated, reserved, clock_coarse_ns());
 }
 
-void report_usage_changed_at(int device, size_t allocated, size_t reserved, uint64_t coarse_ns)
+/* A level may have been crossed (pre: thresholds on, device known, reserved > 0).  Out of
+ * line: its frame (six saved registers) cost every allocation when the quick test below shared
+ * a function with it. */
+static __attribute__((noinline)) void usage_levels(int device, monitor_t *m, size_t allocated,
+                                                   size_t reserved)
 {
-    if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed) || reserved == 0 ||
-        !vocab_device_known(device))
-        return;
-    monitor_t *m = &monitors[device];
-    monitor_sample(m, coarse_ns, allocated);
-    /* The common case, exactly and without a division: no level announced, and use clearly
-     * below the lowest ratio (allocated / reserved < quiet_below / 1024 <= the ratio). */
-    uint64_t quiet = atomic_load_explicit(&quiet_below, memory_order_relaxed);
-    if (quiet && atomic_load_explicit(&m->level, memory_order_relaxed) == 0 &&
-        (unsigned __int128)allocated * 1024 < (unsigned __int128)reserved * quiet)
-        return;
     double warn = bits_to_double(atomic_load_explicit(&warn_bits, memory_order_relaxed));
     double crit = bits_to_double(atomic_load_explicit(&crit_bits, memory_order_relaxed));
     double u = (double)allocated / (double)reserved;
@@ -225,6 +217,41 @@ void report_usage_changed_at(int device, size_t allocated, size_t reserved, uint
     atomic_store(&m->x_level, level);
     atomic_store(&m->pending, 1);
     reporter_wake(REPORTER_WAKE_THRESHOLD);
+}
+
+/* pre: thresholds on, device known, reserved > 0.  The test whether a level may have been
+ * crossed: exactly and without a division, use clearly below the lowest ratio and no level
+ * announced (allocated / reserved < quiet_below / 1024 <= the ratio) is the common case. */
+static inline int usage_quiet(monitor_t *m, size_t allocated, size_t reserved)
+{
+    uint64_t quiet = atomic_load_explicit(&quiet_below, memory_order_relaxed);
+    return quiet && atomic_load_explicit(&m->level, memory_order_relaxed) == 0 &&
+           (unsigned __int128)allocated * 1024 < (unsigned __int128)reserved * quiet;
+}
+
+/* A sample is due (at most one a MON_SAMPLE_NS): take it, then test the levels. */
+static __attribute__((noinline)) void usage_sampled(int device, monitor_t *m, size_t allocated,
+                                                    size_t reserved, uint64_t last,
+                                                    uint64_t coarse_ns)
+{
+    monitor_take_sample(m, last, coarse_ns, allocated);
+    if (!usage_quiet(m, allocated, reserved)) usage_levels(device, m, allocated, reserved);
+}
+
+/* Every allocation's call: a few loads and compares, and calls only in their tail, so that the
+ * common case saves no register. */
+void report_usage_changed_at(int device, size_t allocated, size_t reserved, uint64_t coarse_ns)
+{
+    if (!atomic_load_explicit(&thresholds_on, memory_order_relaxed) || reserved == 0 ||
+        !vocab_device_known(device))
+        return;
+    monitor_t *m = &monitors[device];
+    uint64_t last = atomic_load_explicit(&m->last_sample_ns, memory_order_relaxed);
+    if (!last || coarse_ns - last >= MON_SAMPLE_NS) {
+        usage_sampled(device, m, allocated, reserved, last, coarse_ns);
+        return;
+    }
+    if (!usage_quiet(m, allocated, reserved)) usage_levels(device, m, allocated, reserved);
 }
 
 REPORT_HIDDEN void monitor_write_pending(void)
