@@ -200,7 +200,12 @@ void observe_init(void)
     report_start_background();
 }
 
-uint32_t observe_capture_stack(void) { return ledger_stack_capture(0); }
+/* The depth test first, where it inlines: the capture itself never does (its frame count is
+ * part of what it skips), and with backtraces off its call was all it cost. */
+uint32_t observe_capture_stack(void)
+{
+    return ledger_backtrace_depth() > 0 ? ledger_stack_capture(0) : 0;
+}
 
 void observe_alloc(uintptr_t addr, int device, size_t requested, size_t granted, enum vocab_entry e,
                    enum vocab_origin origin, uint32_t stack)
