@@ -15,8 +15,12 @@
  *   - A report that cannot be written at once because another report is being written (the
  *     refused thread never blocks on the report lock, it tries for 2 ms at most: it might be
  *     holding a lock that report is waiting for, e.g. the loader's inside a library
- *     constructor) is deferred: the reporter thread writes it.  One deferred refusal is kept;
- *     one deferred in its place is counted as suppressed.
+ *     constructor) is deferred: the reporter thread writes it.  Up to REFUSAL_DEFERRED refusals
+ *     are kept in the order they came, so that two first refusals refused while one report is
+ *     being written both get theirs (with one slot the second replaced the first: a job that
+ *     ran out of memory and then hit fragmentation during a threshold report got one oom report,
+ *     tests/cases/guest_refusals.sh); when all are taken, the newest is replaced and counted as
+ *     suppressed.
  * Locking: rf.lock guards everything here.  It is a leaf: nothing is called while it is held
  * (only copies), so it may be taken under the report lock (report.c) and alone.
  */
@@ -29,6 +33,7 @@
 
 #define REFUSAL_KEYS 256             /* distinct (site, device, kind) whose first is reported */
 #define REFUSAL_GAP_NS 1000000000ull /* other oom reports at least this far apart */
+#define REFUSAL_DEFERRED 8           /* refusals whose reports the reporter thread may owe */
 
 typedef struct refusal_key {
     uint32_t stack_id; /* the refused call's stack, 0 = none */
@@ -47,8 +52,9 @@ static struct {
     uint64_t suppressed_since;        /* of them, since the last oom report */
     uint64_t last_report_ns;          /* clock_mono_ns() of the last oom report, 0 = none */
     refusal_copy_t last;              /* the last refusal (valid when total > 0) */
-    refusal_copy_t deferred;          /* a refusal whose report the reporter thread owes */
-    int has_deferred;                 /* 1 when `deferred` is owed */
+    refusal_copy_t deferred[REFUSAL_DEFERRED]; /* reports the reporter thread owes, a ring */
+    unsigned deferred_head;                    /* the oldest owed: deferred[deferred_head] */
+    unsigned ndeferred;                        /* owed, <= REFUSAL_DEFERRED */
 } rf = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* Point the copy's strings at its own buffers (after a struct copy). */
@@ -117,24 +123,28 @@ REPORT_HIDDEN int refusal_admit(const report_oom_info_t *info, long oom_max, ref
 REPORT_HIDDEN void refusal_defer(const refusal_copy_t *c)
 {
     pthread_mutex_lock(&rf.lock);
-    if (rf.has_deferred) { /* an older one is replaced: it goes without its own report */
+    unsigned at;
+    if (rf.ndeferred == REFUSAL_DEFERRED) { /* the newest is replaced: it goes without a report */
+        at = (rf.deferred_head + REFUSAL_DEFERRED - 1) % REFUSAL_DEFERRED;
         rf.suppressed++;
         rf.suppressed_since++;
+    } else {
+        at = (rf.deferred_head + rf.ndeferred++) % REFUSAL_DEFERRED;
     }
-    rf.deferred = *c;
-    copy_fix(&rf.deferred);
-    rf.has_deferred = 1;
+    rf.deferred[at] = *c;
+    copy_fix(&rf.deferred[at]);
     pthread_mutex_unlock(&rf.lock);
 }
 
 REPORT_HIDDEN int refusal_take_deferred(refusal_copy_t *out)
 {
     pthread_mutex_lock(&rf.lock);
-    int had = rf.has_deferred;
+    int had = rf.ndeferred > 0;
     if (had) {
-        *out = rf.deferred;
+        *out = rf.deferred[rf.deferred_head];
         copy_fix(out);
-        rf.has_deferred = 0;
+        rf.deferred_head = (rf.deferred_head + 1) % REFUSAL_DEFERRED;
+        rf.ndeferred--;
     }
     pthread_mutex_unlock(&rf.lock);
     return had;
@@ -169,5 +179,5 @@ REPORT_HIDDEN void refusal_fork_child(void)
     rf.nkeys = 0;
     rf.total = rf.reported = rf.suppressed = rf.suppressed_since = 0;
     rf.last_report_ns = 0;
-    rf.has_deferred = 0;
+    rf.deferred_head = rf.ndeferred = 0;
 }

@@ -386,12 +386,13 @@ void report_oom(const report_oom_info_t *info)
 REPORT_HIDDEN void report_write_deferred_oom(void)
 {
     refusal_copy_t c;
-    if (!refusal_take_deferred(&c)) return;
-    c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
-    c.info.reason = c.reason;
-    pthread_mutex_lock(&rs.lock);
-    write_locked(WIRE_TRIGGER_OOM, c.info.device, &c.info, 0, NULL);
-    pthread_mutex_unlock(&rs.lock);
+    while (refusal_take_deferred(&c)) { /* oldest first */
+        c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
+        c.info.reason = c.reason;
+        pthread_mutex_lock(&rs.lock);
+        write_locked(WIRE_TRIGGER_OOM, c.info.device, &c.info, 0, NULL);
+        pthread_mutex_unlock(&rs.lock);
+    }
 }
 
 REPORT_HIDDEN int report_write_threshold_now(const report_threshold_info_t *t)

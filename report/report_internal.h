@@ -129,7 +129,7 @@ REPORT_HIDDEN int report_write_threshold_now(const report_threshold_info_t *t);
 REPORT_HIDDEN int refusal_admit(const report_oom_info_t *info, long oom_max, refusal_copy_t *out,
                                 uint64_t *suppressed_before);
 REPORT_HIDDEN void refusal_defer(const refusal_copy_t *c);    /* the reporter thread writes it */
-REPORT_HIDDEN int refusal_take_deferred(refusal_copy_t *out); /* 1 when one was owed */
+REPORT_HIDDEN int refusal_take_deferred(refusal_copy_t *out); /* the oldest owed: 1, else 0 */
 REPORT_HIDDEN void refusal_summary(report_refusals_t *out);   /* for every report */
 REPORT_HIDDEN int refusal_last_unreported(void); /* 1: the last refusal has no report yet */
 REPORT_HIDDEN void refusal_fork_prepare(void);

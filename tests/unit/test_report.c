@@ -259,18 +259,30 @@ static void test_free_map_cap_keeps_largest(void **state)
 
 /* ---- oom --------------------------------------------------------------------------------------- */
 
-/* The seeds' puzzle: 1 GiB blocks fill the pool, every other one is freed, 2 GiB cannot fit. */
-__attribute__((noipa)) static int ask_for_two_gib(void)
+/* The report written just before the last one: its file name's number (%n) one less. */
+static cJSON *rt_report_before_last(void)
 {
-    line_oom = __LINE__ + 1;
-    uint32_t sid = ledger_stack_capture(0);
-    uintptr_t a = rt_alloc(0, (size_t)2 << 30, sid);
+    report_stats_t st;
+    report_get_stats(&st);
+    char path[sizeof st.last_path];
+    snprintf(path, sizeof path, "%s", st.last_path);
+    char *dash = strrchr(path, '-');
+    if (!dash) return NULL;
+    long n = strtol(dash + 1, NULL, 10);
+    snprintf(dash + 1, sizeof path - (size_t)(dash + 1 - path), "%ld.json", n - 1);
+    return rt_load(path);
+}
+
+/* Ask device 0's pool for `bytes` from stack `sid`; on a refusal, tell report_oom what the shim
+ * would (the pool's classification of it and its sentence) and return 207001. */
+static int ask_for(size_t bytes, uint32_t sid)
+{
+    uintptr_t a = rt_alloc(0, bytes, sid);
     if (a) return 0;
-    /* what the shim passes: the pool's classification of this refusal and its sentence */
     char reason[320];
     pool_refusal_describe(&rt_refusal, reason, sizeof reason);
-    report_oom_info_t info = {.requested_bytes = (size_t)2 << 30,
-                              .granted_bytes = ((size_t)2 << 30) + 32,
+    report_oom_info_t info = {.requested_bytes = bytes,
+                              .granted_bytes = bytes + 32,
                               .device = 0,
                               .entry = VOCAB_MALLOC,
                               .stack_id = sid,
@@ -280,6 +292,21 @@ __attribute__((noipa)) static int ask_for_two_gib(void)
                               .largest_free_bytes = rt_refusal.usable_largest};
     report_oom(&info);
     return 207001;
+}
+
+/* The seeds' puzzle: 1 GiB blocks fill the pool, every other one is freed, 2 GiB cannot fit. */
+__attribute__((noipa)) static int ask_for_two_gib(void)
+{
+    line_oom = __LINE__ + 1;
+    uint32_t sid = ledger_stack_capture(0);
+    return ask_for((size_t)2 << 30, sid);
+}
+
+/* More than the pool has free at all: exhausted, from a call site of its own. */
+__attribute__((noipa)) static int ask_for_everything(void)
+{
+    uint32_t sid = ledger_stack_capture(0);
+    return ask_for((size_t)8 << 30, sid);
 }
 
 /* The same call site twice in a row (one stack). */
@@ -503,6 +530,8 @@ static void test_late_oom_report_says_how_late(void **state)
     report_source_t gated = rt_source;
     gated.for_each_option = gated_options;
     report_init(&rt_cfg, &gated);
+    report_stats_t at_start;
+    report_get_stats(&at_start);
     gate_closed = 1;
     gate_inside = 0;
     pthread_t th;
@@ -513,6 +542,9 @@ static void test_late_oom_report_says_how_late(void **state)
     uint64_t t0 = clock_mono_ns();
     assert_int_equal(ask_for_two_gib(), 207001); /* does not wait for the report in progress */
     assert_true(clock_mono_ns() - t0 < (uint64_t)1000000000);
+    /* a second first refusal (another site, another kind) while the first is still owed: it
+     * is owed too, not put in the first one's place */
+    assert_int_equal(ask_for_everything(), 207001);
     rt_sleep_ms(50);
     pthread_mutex_lock(&gate_mu);
     gate_closed = 0;
@@ -522,14 +554,27 @@ static void test_late_oom_report_says_how_late(void **state)
     cJSON *held = rt_last_report();
     assert_string_equal(rt_str(held, "trigger"), "signal"); /* the oom report is still owed */
     cJSON_Delete(held);
-    report_write_deferred_oom(); /* what the reporter thread does when woken */
-    cJSON *doc = rt_last_report();
+    report_stats_t before, after;
+    report_get_stats(&before);
+    report_write_deferred_oom(); /* what the reporter thread does when woken: every owed one */
+    report_get_stats(&after);
+    assert_int_equal(after.written, before.written + 2);
+    cJSON *doc = rt_last_report(); /* the newest: the exhausted one, written second */
+    assert_string_equal(rt_str(doc, "trigger"), "oom");
+    assert_string_equal(rt_str(doc, "oom.kind"), "exhausted");
+    assert_int_equal(after.oom_suppressed, at_start.oom_suppressed); /* neither replaced */
+    cJSON_Delete(doc);
+    doc = rt_report_before_last();
     assert_string_equal(rt_str(doc, "trigger"), "oom");
     double late = rt_num(doc, "oom.written_after_refusal_ms");
     print_message("# oom report written %.1f ms after the refusal\n", late);
     assert_true(late >= 50.0);
     assert_string_equal(rt_str(doc, "oom.kind"), "fragmentation");
     cJSON_Delete(doc);
+    report_write_deferred_oom(); /* nothing owed any more: nothing written */
+    report_stats_t last;
+    report_get_stats(&last);
+    assert_int_equal(last.written, after.written);
     report_init(&rt_cfg, &rt_source);
 }
 
