@@ -305,6 +305,24 @@ static int resv_contains(struct fa_rec *r, void *ctx)
     return 0;
 }
 
+/* pre: lock held.  The reservation holding [f->lo, f->hi) into f->found, or NULL.  The last one
+ * found is tried first, if it is still in the table under its own address: a pool maps its
+ * chunks one call each (26,214 for 51.2 GiB in 2 MiB chunks), and a walk of the table's 1,024
+ * chain heads at every call was 40 % of the instructions of a short process in front of the
+ * shim (callgrind). */
+static void resv_find_locked(struct resv_find *f)
+{
+    static struct fa_rec *last; /* under the lock; a record is never given back to malloc */
+    f->found = NULL;
+    if (last && fa_table_find(&fa_g.resvs, last->key) == last && f->lo >= last->key &&
+        f->hi <= last->key + last->size) {
+        f->found = last;
+        return;
+    }
+    fa_table_walk(&fa_g.resvs, resv_contains, f);
+    last = f->found;
+}
+
 /* pre: lock held.  Set (on = 1) or clear the granule bits of [lo, lo+size) in reservation rv;
  * with on = -1 only test: 1 when any of them is set. */
 static int granules_locked(struct fa_rec *rv, uintptr_t lo, size_t size, int on)
@@ -364,7 +382,7 @@ aclError aclrtMapMem(void *virPtr, size_t size, size_t offset, aclrtDrvMemHandle
     if (ph == NULL || offset > ph->size || size > ph->size - offset || lo > UINTPTR_MAX - size)
         goto out;
     struct resv_find f = {lo, lo + size, NULL};
-    fa_table_walk(&fa_g.resvs, resv_contains, &f);
+    resv_find_locked(&f);
     if (f.found == NULL) goto out;
     if (f.found->gbits == NULL) { /* mmap, not malloc: see fa_table.c */
         size_t len = ((f.found->size / FA_HUGE_PAGE + 63) / 64 * sizeof(uint64_t) + fa_g.page - 1) /
