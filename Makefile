@@ -44,7 +44,6 @@ LTO := $(if $(SAN),,$(shell printf 'int f(void) { return 0; }\n' | $(CC) -flto=a
          -ffat-lto-objects -fPIC -shared -x c -o /dev/null - 2>/dev/null && \
          echo -flto=auto -ffat-lto-objects))
 endif
-LTO_LINK := $(if $(LTO),-flto=auto $(OPT))
 CFLAGS  := $(OPT) -g -std=gnu11 -Wall -Wextra -fPIC -pthread $(SANFLAGS) $(LTO) $(EXTRA_CFLAGS)
 # Include paths are per target: each fragment sets INC for its own objects (pattern-specific), so
 # a file can include only the headers of the layers below it (docs/architecture.md).
@@ -52,6 +51,8 @@ INC     :=
 # TRANSITIONAL (removed when every fragment sets its own): everything else sees every folder.
 $(BUILD)/obj/%.o: INC := -Iinclude -Ibase -Ipool -Ishim -Iledger -Ireport -Itools -Ibench
 LDFLAGS := -pthread -Wl,--build-id=sha1 $(SANFLAGS) $(if $(LTO),-fno-lto) $(EXTRA_LDFLAGS)
+# The preload library's link: the same, optimized across the files when LTO is on.
+LIB_LDFLAGS := $(filter-out -fno-lto,$(LDFLAGS)) $(if $(LTO),-flto=auto $(OPT))
 
 ALL_TARGETS   :=
 BENCH_TARGETS :=

@@ -362,9 +362,7 @@ void report_oom(const report_oom_info_t *info)
     if (!info) return;
     refusal_copy_t c; /* c.info.refused_ns: when (the report says how late it was written) */
     uint64_t suppressed = 0;
-    if (!refusal_admit(info, rs_oom_max(), &c, &suppressed)) return;
-    c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
-    c.info.reason = c.reason;
+    if (!refusal_admit(info, rs_oom_max(), &c, &suppressed)) return; /* c's strings are its own */
     /* Never block on the report lock here (see refusal.c): write now, or hand it over.  Most of
      * its holders hold it for a moment (the reporter thread reads its settings under it), and a
      * report handed over describes the pool when the reporter writes it, not at the refusal
@@ -392,12 +390,10 @@ REPORT_HIDDEN void report_write_deferred_oom(void)
     refusal_copy_t c;
     for (;;) {
         pthread_mutex_lock(&rs.lock);
-        if (!refusal_take_deferred(&c)) { /* oldest first */
+        if (!refusal_take_deferred(&c)) { /* oldest first; c's strings are its own */
             pthread_mutex_unlock(&rs.lock);
             return;
         }
-        c.info.kind = c.kind; /* the copy's own strings (set here: it was copied by value) */
-        c.info.reason = c.reason;
         write_locked(WIRE_TRIGGER_OOM, c.info.device, &c.info, 0, NULL);
         pthread_mutex_unlock(&rs.lock);
     }

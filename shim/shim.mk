@@ -12,7 +12,7 @@ $(BUILD)/obj/shim/%.o: INC := $(SHIM_INC)
 $(SHIM_LIB): $(SHIM_OBJS) $(REPORT_LIB) $(LEDGER_LIB) $(POOL_LIB) shim/exports.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -o $@ $(SHIM_OBJS) $(REPORT_LIB) $(LEDGER_LIB) $(POOL_LIB) \
-	    $(filter-out -fno-lto,$(LDFLAGS)) $(LTO_LINK) \
+	    $(LIB_LDFLAGS) \
 	    -Wl,--version-script=shim/exports.map -Wl,-z,now -Wl,--no-undefined $(REPORT_LDLIBS)
 
 ALL_TARGETS += $(SHIM_LIB)
