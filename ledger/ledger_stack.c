@@ -98,6 +98,7 @@ static __thread int t_stripe __attribute__((tls_model("initial-exec"))) = -1; /*
 #define STACK_MEMO 4u
 static __thread const stack_rec_t *t_memo[STACK_MEMO] __attribute__((tls_model("initial-exec")));
 static __thread uint8_t t_memo_next __attribute__((tls_model("initial-exec")));
+_Static_assert(256u % STACK_MEMO == 0, "the 8-bit t_memo_next wraps with the ring");
 
 static _Atomic int g_depth;        /* frames kept, 0 = off */
 static uintptr_t self_lo, self_hi; /* npupool's own mapped range, 0/0 when not a DSO */
@@ -356,7 +357,7 @@ static uint32_t intern_memo(const uintptr_t *frames, int depth)
     }
     uint32_t id = ledger_stack_intern(frames, depth);
     const stack_rec_t *r = stack_get(id);
-    if (r) t_memo[t_memo_next++ % STACK_MEMO] = r; /* (256 is a multiple of STACK_MEMO) */
+    if (r) t_memo[t_memo_next++ % STACK_MEMO] = r; /* (t_memo_next wraps with the ring) */
     return id;
 }
 
