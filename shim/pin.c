@@ -17,9 +17,14 @@
  *     (and its earlier store is visible to the scan that follows) or after it (and it sees the
  *     pointer gone).  The allocation path pays no fence; a retirer (aclrtResetDevice,
  *     aclFinalize) pays one system call.
- *   - symmetric (no membarrier: an old kernel, a seccomp filter, qemu-user; and in TSan builds,
- *     which do not model the system call): a sequentially consistent store, and seq_cst loads
- *     in the scan.
+ *   - symmetric (no membarrier: an old kernel, a seccomp filter; and in TSan builds, which do
+ *     not model the system call): a plain store, a full fence (__atomic_thread_fence seq_cst:
+ *     DMB ISH on aarch64, MFENCE on x86-64), then the reload; the retirer's unpublish is an
+ *     atomic exchange and its scan loads are seq_cst.  Not a seq_cst store and a seq_cst load
+ *     (STLR then LDAR on aarch64): the architecture orders that pair, and C11 says it is
+ *     enough, but qemu-user translates it without the store -> load order (qemu 7.2 on
+ *     x86-64: in a store-buffering litmus test, 1,419 and 1,730 of 500,000 rounds saw both
+ *     loads miss both stores; with the fence, none did), and the aarch64 tests run under it.
  * The choice is made once by pin_init, at start-up, before any thread can pin (shim_ensure_init's
  * first phase) and never changes afterwards, except in a fork child (one thread: pin_fork_child
  * registers again, or falls back).
@@ -83,13 +88,12 @@ void *pin_load(void **shared)
     int asym = __atomic_load_n(&asymmetric, __ATOMIC_RELAXED);
     for (;;) {
         void *p = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
-        if (asym) {
-            __atomic_store_n(slot, p, __ATOMIC_RELAXED);
+        __atomic_store_n(slot, p, __ATOMIC_RELAXED);
+        if (asym)
             __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the CPU's fence is the retirer's */
-        } else {
-            __atomic_store_n(slot, p, __ATOMIC_SEQ_CST);
-        }
-        if (p == NULL || __atomic_load_n(shared, asym ? __ATOMIC_ACQUIRE : __ATOMIC_SEQ_CST) == p) {
+        else
+            __atomic_thread_fence(__ATOMIC_SEQ_CST); /* store -> load: see the header */
+        if (p == NULL || __atomic_load_n(shared, __ATOMIC_ACQUIRE) == p) {
             if (p == NULL) pin_release();
             return p;
         }

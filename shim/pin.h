@@ -10,8 +10,8 @@
  *
  * One pin per thread: a thread holds at most one object at a time; pin_load replaces what it
  * held.  Cost on the fast path: a store and two loads to pin, one release store to let go, no
- * shared cache line written; the store is a plain one when the retirer can make every thread
- * fence for it (membarrier, pin_init), else sequentially consistent (pin.c says why either is
+ * shared cache line written; no fence follows the store when the retirer can make every thread
+ * fence for it (membarrier, pin_init), else a full fence does (pin.c says why either is
  * enough).
  * Threads pin through their per-thread record (tstate.h, reused after the thread exits); a thread
  * that cannot get one (host memory exhausted) shares one overflow slot under a mutex, so pinning
