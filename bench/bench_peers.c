@@ -135,7 +135,7 @@ static int np_free(void *c, uintptr_t at)
 
 static const peer_ops_t g_npupool = {
     .name = "npupool",
-    .about = "npupool pool/ (pool_alloc/pool_free, size-class slabs <= 256 KiB + TLSF large "
+    .about = "npupool pool/ (pool_alloc/pool_free, size-class slabs <= 512 KiB + TLSF large "
              "heap, made-up range, 64 B alignment)",
     .arena = 1,
     .create = np_create,

@@ -1,5 +1,5 @@
 /* bench/bench_pool.c — cost of one free+malloc pair in steady state, side by side in one run:
- *   npupool   pool/ (size-class slab pages for <= 256 KiB, TLSF large heap + address map above,
+ *   npupool   pool/ (size-class slab pages for <= 512 KiB, TLSF large heap + address map above,
  *             one mutex), 64 GiB made-up range
  *   glibc     malloc/free, kept in its main arena (mallopt: mmap threshold 32 MiB = its maximum,
  *             trim threshold INT_MAX, one arena); sizes here never exceed 1 MiB

@@ -21,7 +21,7 @@
  *   threads    T = 1, 2, 4, 8 threads, each with its own 1,000 live blocks and its own sequence,
  *              allocating through the shim at once (backtraces off) for a fixed number of pairs
  *              each; two tables: sizes 512 B..256 KiB (every block from the pool's size classes,
- *              which the thread caches serve) and 512 B..1 MiB (18 % of the blocks from the large
+ *              which the thread caches serve) and 512 B..1 MiB (9 % of the blocks from the large
  *              heap, under the pool lock).  Throughput per thread = pairs / wall time / min(T,
  *              CPUs): on a machine with fewer CPUs than threads, each running thread's share;
  *              the ratio to one thread shows what contention costs (locks, shared cache
@@ -569,7 +569,7 @@ static int driver(int runs, size_t pairs, int quick)
         size_t hi;
         const char *what;
     } ranges[] = {{256 << 10, "256 KiB (all from size classes)"},
-                  {1 << 20, "1 MiB (18 % from the large heap)"}};
+                  {1 << 20, "1 MiB (9 % from the large heap)"}};
     for (size_t h = 0; h < sizeof ranges / sizeof ranges[0]; h++) {
         int met = threads_table(runs, pairs, quick, ranges[h].hi, ranges[h].what, cpus, buf);
         if (met < 0) {

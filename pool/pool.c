@@ -4,7 +4,7 @@
  *
  * Algorithm (bounds are per call, independent of the number of live blocks):
  *   alloc(granted): need = granted rounded up to 64.
- *     need <= SLAB_MAX (256 KiB): class c = class_of(need) (slab.h).
+ *     need <= SLAB_MAX (512 KiB): class c = class_of(need) (slab.h).
  *       0. fast path (classes below SLAB_CACHE_CLASSES): the top of the calling thread's
  *          magazine for c (pool_cache.c), no lock; an empty magazine is refilled under the
  *          lock from steps 1-3 (at most CACHE_REFILL_MAX slots).

@@ -334,7 +334,7 @@ size_t pool_allocated_bytes(const pool_t *pool);
 uint64_t pool_thread_mirror_writes(void);
 /* The slab limit: granted sizes up to it are served from size-class slots (and a thread's
  * cache), larger ones from the large heap, under the pool lock (slab.h: SLAB_MAX). */
-#define POOL_SLAB_MAX ((size_t)256 << 10)
+#define POOL_SLAB_MAX ((size_t)512 << 10)
 /* Bytes of the managed range (immutable; a vmm pool's address range, mapped or not). */
 size_t pool_size(const pool_t *pool);
 /* Most bytes the pool can hold at once (immutable): its size for a block pool, its mapping
@@ -342,7 +342,7 @@ size_t pool_size(const pool_t *pool);
 size_t pool_capacity(const pool_t *pool);
 
 /* Give the blocks of every thread's cache of this pool back to their pages (a thread cache
- * keeps up to 16 MiB of small blocks per pool: pool_cache.c).  Changes no figure an application
+ * keeps up to 32 MiB of small blocks per pool: pool_cache.c).  Changes no figure an application
  * sees: a cached block is free memory either way.  pool_alloc does it before it refuses,
  * pool_explain and pool_give_back before they look. */
 void pool_drain_caches(pool_t *pool);

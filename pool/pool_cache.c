@@ -15,8 +15,8 @@
  * at most CACHE_REFILL_MAX) slots of its class (from the class's partial pages, or at most one
  * page made for it; within a page from the lane it took from last, slab.h: lanes), a full one
  * gives its oldest CACHE_FLUSH(cap) back (their lines asked for as it filled: cache_flush_ahead),
- * and a cache about to pass CACHE_BYTES_MAX (16 MiB) of slots gives half of its magazines back,
- * one after the other, until it would not.  So one thread hoards at most 16 MiB of one pool.
+ * and a cache about to pass CACHE_BYTES_MAX (32 MiB) of slots gives half of its magazines back,
+ * one after the other, until it would not.  So one thread hoards at most 32 MiB of one pool.
  * Statistics of small blocks are kept in the cache of the thread that allocated or freed them and
  * summed when read.
  *

@@ -676,35 +676,35 @@ static void test_cached_page_and_tiny_pool(void **state)
     (void)state;
     pool_t *p = make_pool(0x500000000ull, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
-    uintptr_t s1 = must_alloc(p, 256 * KiB);
-    uintptr_t s0 = must_alloc(p, 250 * KiB); /* same class */
+    uintptr_t s1 = must_alloc(p, SLAB_MAX);            /* the top class: never thread-cached */
+    uintptr_t s0 = must_alloc(p, SLAB_MAX - 12 * KiB); /* same class */
     slab_page_t *pg = slab_page_of(&p->slab, s1);
     assert_non_null(pg);
-    assert_int_equal(pg->slot, 256 * KiB);
+    assert_int_equal(pg->slot, SLAB_MAX);
     assert_int_equal(pg->nslots, 1); /* a class with no live slot gets a minimum page */
     assert_int_equal(pg->addr + pg->span, 0x500000000ull + 64 * MiB); /* carved from the top */
-    assert_int_equal(slab_page_of(&p->slab, s0)->addr + 256 * KiB,
+    assert_int_equal(slab_page_of(&p->slab, s0)->addr + SLAB_MAX,
                      pg->addr); /* the next one below */
     pool_stats_t st;
     pool_get_stats(p, &st);
     /* keep | free | s0 | s1 */
     assert_int_equal(st.free_blocks, 1);
-    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
-    assert_int_equal(st.overhead_bytes, 6 * KiB);
+    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 2 * SLAB_MAX);
+    assert_int_equal(st.overhead_bytes, 12 * KiB);
     must_free(p, s1); /* page empties: cached, one free run up to the top */
     assert_int_equal(p->slab.cached_pages, 1);
     assert_int_equal(p->slab.pages, 2);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 2);
-    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 512 * KiB);
+    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 2 * SLAB_MAX);
     must_free(p, s0); /* the class's second empty page: cached too */
     assert_int_equal(p->slab.cached_pages, 2);
-    assert_int_equal(p->slab.cls[slab_class_of(256 * KiB)].ncached, 2);
+    assert_int_equal(p->slab.cls[slab_class_of(SLAB_MAX)].ncached, 2);
     assert_int_equal(p->slab.pages, 2);
     pool_get_stats(p, &st);
     assert_int_equal(st.free_blocks, 1);
     assert_int_equal(st.largest_free_bytes, 62 * MiB);
-    uintptr_t s2 = must_alloc(p, 240 * KiB + 64); /* a cached page is used again */
+    uintptr_t s2 = must_alloc(p, SLAB_MAX / 16 * 15 + 64); /* a cached page is used again */
     assert_true(s2 == s0 || s2 == s1);
     assert_int_equal(p->slab.cached_pages, 1);
     assert_int_equal(p->slab.pages, 2);
@@ -1247,16 +1247,16 @@ static void test_free_runs_across_pages(void **state)
     const uintptr_t base = 0xf00000000ull;
     pool_t *p = make_pool(base, 64 * MiB);
     uintptr_t keep = must_alloc(p, 2 * MiB);
-    uintptr_t p1 = must_alloc(p, 256 * KiB), p2 = must_alloc(p, 256 * KiB);
-    uintptr_t p3 = must_alloc(p, 256 * KiB);
-    assert_int_equal(p1, base + 64 * MiB - 256 * KiB); /* one-slot pages stacked downwards */
-    assert_int_equal(p2, p1 - 256 * KiB);
-    assert_int_equal(p3, p2 - 256 * KiB);
+    uintptr_t p1 = must_alloc(p, SLAB_MAX), p2 = must_alloc(p, SLAB_MAX); /* never cached */
+    uintptr_t p3 = must_alloc(p, SLAB_MAX);
+    assert_int_equal(p1, base + 64 * MiB - SLAB_MAX); /* one-slot pages stacked downwards */
+    assert_int_equal(p2, p1 - SLAB_MAX);
+    assert_int_equal(p3, p2 - SLAB_MAX);
     must_free(p, p2); /* cached, between live p3 and live p1 */
     walk_sum_t w = walk_sum(p);
     assert_int_equal(w.free_blocks, 2);
     assert_int_equal(w.runs, 2);
-    assert_int_equal(w.largest, 64 * MiB - 2 * MiB - 3 * 256 * KiB);
+    assert_int_equal(w.largest, 64 * MiB - 2 * MiB - 3 * SLAB_MAX);
     must_free(p, p3); /* cached too: p3, p2 and the free space below are one run */
     assert_int_equal(p->slab.pages, 3);
     assert_int_equal(p->slab.cached_pages, 2);
@@ -1265,11 +1265,11 @@ static void test_free_runs_across_pages(void **state)
     pool_get_stats(p, &st);
     assert_int_equal(w.free_blocks, 1);
     assert_int_equal(st.free_blocks, 1);
-    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - 256 * KiB);
+    assert_int_equal(st.largest_free_bytes, 64 * MiB - 2 * MiB - SLAB_MAX);
     assert_int_equal(st.slab_free_bytes, 0); /* cached pages are not free slots */
     assert_true(st.fragmentation == 0.0);
     /* A large request for the whole run gets it: the miss gives the cached pages back. */
-    uintptr_t big = must_alloc(p, 64 * MiB - 2 * MiB - 256 * KiB);
+    uintptr_t big = must_alloc(p, 64 * MiB - 2 * MiB - SLAB_MAX);
     assert_int_equal(p->slab.cached_pages, 0);
     must_free(p, big);
     must_free(p, p1);
@@ -1621,8 +1621,8 @@ static void tag_run(int caches)
                 assert_int_equal(told.calls, 1);
                 assert_int_equal(told.tag, b->t[i]);
                 if (told.locked == 0) /* only the lock-free fast path: a thread-cached slot */
-                    assert_true(b->g[i] < 256 * KiB);
-                if (b->g[i] > 256 * KiB) assert_int_equal(told.locked, 1); /* the large heap */
+                    assert_true(b->g[i] < SLAB_MAX);
+                if (b->g[i] > SLAB_MAX) assert_int_equal(told.locked, 1); /* the large heap */
                 assert_int_equal(pool_free_tagged(b->p, a, NULL, tag_tell, &told), POOL_ENOTLIVE);
                 assert_int_equal(told.calls, 1); /* a refused free tells nothing */
             } else {
