@@ -63,7 +63,7 @@ static const metric_def_t device_metrics[] = {
     {"pool_free_bytes", "gauge", "free bytes in the pool (free runs and free small-block slots)",
      POOLF(free_bytes), 1, MV_U64},
     {"pool_largest_free_bytes", "gauge",
-     "the largest free run: the largest block a request above 256 KiB can be given now",
+     "the largest free run: the largest block a request above 512 KiB can be given now",
      POOLF(largest_free_bytes), 1, MV_U64},
     {"pool_fragmentation_ratio", "gauge",
      "1 - largest free run / free bytes (0 when nothing is free), as in the JSON reports",
