@@ -133,10 +133,12 @@ static int np_free(void *c, uintptr_t at)
     return pool_free(n->pool, at, &np_last_freed, NULL) == POOL_OK ? 0 : -1;
 }
 
+#define NP_STR_(x) #x
+#define NP_STR(x) NP_STR_(x) /* a macro's value as a string literal */
 static const peer_ops_t g_npupool = {
     .name = "npupool",
-    .about = "npupool pool/ (pool_alloc/pool_free, size-class slabs <= 512 KiB + TLSF large "
-             "heap, made-up range, 64 B alignment)",
+    .about = "npupool pool/ (pool_alloc/pool_free, size-class slabs <= " NP_STR(
+        POOL_SLAB_MAX_KIB) " KiB + TLSF large heap, made-up range, 64 B alignment)",
     .arena = 1,
     .create = np_create,
     .destroy = np_destroy,

@@ -334,7 +334,8 @@ size_t pool_allocated_bytes(const pool_t *pool);
 uint64_t pool_thread_mirror_writes(void);
 /* The slab limit: granted sizes up to it are served from size-class slots (and a thread's
  * cache), larger ones from the large heap, under the pool lock (slab.h: SLAB_MAX). */
-#define POOL_SLAB_MAX ((size_t)512 << 10)
+#define POOL_SLAB_MAX_KIB 512 /* a bare number, so that a label can spell it (bench_peers) */
+#define POOL_SLAB_MAX ((size_t)POOL_SLAB_MAX_KIB << 10)
 /* Bytes of the managed range (immutable; a vmm pool's address range, mapped or not). */
 size_t pool_size(const pool_t *pool);
 /* Most bytes the pool can hold at once (immutable): its size for a block pool, its mapping
