@@ -361,11 +361,11 @@ static uint32_t intern_memo(const uintptr_t *frames, int depth)
     return id;
 }
 
-/* The first of buf[2..n) outside npupool's own code (buf[0] is inside ledger_unwind_backtrace,
- * buf[1] inside ledger_stack_capture). */
+/* The first of buf[1..n) outside npupool's own code (buf[0] is inside ledger_stack_capture, where
+ * the walk is inlined). */
 static int self_frames_end(void *const *buf, int n)
 {
-    int i = 2;
+    int i = 1;
     while (i < n && (uintptr_t)buf[i] >= self_lo && (uintptr_t)buf[i] < self_hi) i++;
     return i;
 }
@@ -387,14 +387,14 @@ __attribute__((noinline)) uint32_t ledger_stack_capture(int skip)
     }
     void *buf[LEDGER_MAX_DEPTH + 32 + PY_NATIVE_SLACK + SELF_MAX + 2];
     int python = ledger_py_active(); /* (it may look for an interpreter: before the walk) */
-    /* this file's 2 frames, the skip, and with Python the interpreter's own frames, which take
+    /* this file's frame, the skip, and with Python the interpreter's own frames, which take
      * no place among the `depth` native frames kept (ledger_py_merge) */
-    int above = 2 + (skip < 32 ? skip : 32) + (python ? PY_NATIVE_SLACK : 0);
+    int above = 1 + (skip < 32 ? skip : 32) + (python ? PY_NATIVE_SLACK : 0);
     int guess = atomic_load_explicit(&self_frames, memory_order_relaxed);
     int want = depth + above + guess;
     int n = ledger_unwind_backtrace(buf, want);
     int i = self_frames_end(buf, n);
-    int seen = i - 2 < SELF_MAX ? i - 2 : SELF_MAX;
+    int seen = i - 1 < SELF_MAX ? i - 1 : SELF_MAX;
     if (seen > guess) { /* more of npupool's frames than the walk allowed for */
         while (guess < seen &&
                !atomic_compare_exchange_weak_explicit(&self_frames, &guess, seen,

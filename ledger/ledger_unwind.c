@@ -1,7 +1,8 @@
 /* ledger/ledger_unwind.c — the unwinder: libunwind, loaded privately and made a good guest.
  *
- * Owns: the libunwind handle and the function that walks the stack (ledger_unwind_backtrace),
- * npupool's guard of libunwind's descriptor use, and the per-thread readiness of its TLS.
+ * Owns: the libunwind handle and the function that walks the stack (ledger_unwind_walker, called
+ * by ledger_unwind_backtrace, which ledger_internal.h inlines into the capture), npupool's guard
+ * of libunwind's descriptor use, and the per-thread readiness of its TLS.
  *
  * Loading: dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL) at the first ledger_init with a
  * non-zero depth, so that libunwind's `backtrace` and `_Unwind_*` never enter the host program's
@@ -69,12 +70,11 @@
 #define GUARD_FD_WRITE (-0x4e51) /* the pipe "write end" */
 #define LEDGER_TLS_PROBE ((size_t)64 << 10) /* bytes a thread's first capture checks are there */
 
-typedef int (*backtrace_fn)(void **buffer, int size);
-
-static _Atomic(backtrace_fn) g_unwind; /* the walker, NULL until loaded (or when it cannot be) */
+_Atomic(ledger_walk_fn) ledger_unwind_walker; /* NULL until loaded (or when it cannot be) */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static _Atomic uint64_t tls_skipped; /* captures skipped: no host memory for libunwind's TLS */
-static __thread int t_tls_ready __attribute__((tls_model("initial-exec"))); /* 1: block exists */
+__thread int ledger_unwind_tls_ready
+    __attribute__((tls_model("initial-exec"))); /* 1: block exists */
 
 /* ---- the guards ------------------------------------------------------------------------------ */
 
@@ -278,7 +278,7 @@ __attribute__((noinline)) static int step_backtrace(void **buf, int size)
     return n;
 }
 
-static backtrace_fn lookup_walker(void *h)
+static ledger_walk_fn lookup_walker(void *h)
 {
     ledger_dlsym_fn dls = ledger_dlsym();
     unw_steps.getcontext = (int (*)(unw_context_t *))dls(h, "_U" UNW_ARCH "_getcontext");
@@ -292,9 +292,9 @@ static backtrace_fn lookup_walker(void *h)
                : NULL;
 }
 #else
-static backtrace_fn lookup_walker(void *h)
+static ledger_walk_fn lookup_walker(void *h)
 {
-    return (backtrace_fn)ledger_dlsym()(h, "unw_backtrace");
+    return (ledger_walk_fn)ledger_dlsym()(h, "unw_backtrace");
 }
 #endif
 
@@ -310,7 +310,7 @@ static void load_once_body(void)
                  "against a program that closes or reuses its descriptors");
         return;
     }
-    backtrace_fn fn = lookup_walker(h);
+    ledger_walk_fn fn = lookup_walker(h);
     if (!fn) {
         log_warn("backtraces are off: libunwind.so.8 has no unw_backtrace");
         return;
@@ -318,38 +318,32 @@ static void load_once_body(void)
     /* Warm the unwinder: its global init, this thread's trace cache and lazy bindings. */
     void *buf[8];
     fn(buf, 8);
-    t_tls_ready = 1;
-    atomic_store_explicit(&g_unwind, fn, memory_order_release);
+    ledger_unwind_tls_ready = 1;
+    atomic_store_explicit(&ledger_unwind_walker, fn, memory_order_release);
 }
 
 LEDGER_HIDDEN int ledger_unwind_load(void)
 {
     pthread_once(&load_once, load_once_body);
-    return atomic_load_explicit(&g_unwind, memory_order_acquire) != NULL;
+    return atomic_load_explicit(&ledger_unwind_walker, memory_order_acquire) != NULL;
 }
 
 LEDGER_HIDDEN int ledger_unwind_ready(void)
 {
-    return atomic_load_explicit(&g_unwind, memory_order_acquire) != NULL;
+    return atomic_load_explicit(&ledger_unwind_walker, memory_order_acquire) != NULL;
 }
 
-LEDGER_HIDDEN int ledger_unwind_backtrace(void **buf, int want)
+LEDGER_HIDDEN int ledger_unwind_tls_probe(void)
 {
-    backtrace_fn fn = atomic_load_explicit(&g_unwind, memory_order_acquire);
-    if (!fn) return -1;
-    if (!t_tls_ready) {
-        void *probe = malloc(LEDGER_TLS_PROBE);
-        if (!probe) {
-            if (atomic_fetch_add_explicit(&tls_skipped, 1, memory_order_relaxed) == 0)
-                log_warn("no host memory for the unwinder in a new thread: its allocations are "
-                         "recorded without a stack until memory is back");
-            return -1;
-        }
-        free(probe);
+    void *probe = malloc(LEDGER_TLS_PROBE);
+    if (!probe) {
+        if (atomic_fetch_add_explicit(&tls_skipped, 1, memory_order_relaxed) == 0)
+            log_warn("no host memory for the unwinder in a new thread: its allocations are "
+                     "recorded without a stack until memory is back");
+        return -1;
     }
-    int n = fn(buf, want);
-    t_tls_ready = 1;
-    return n;
+    free(probe);
+    return 0;
 }
 
 LEDGER_HIDDEN uint64_t ledger_unwind_skipped(void)
