@@ -26,6 +26,11 @@
  *    file on /dev/shm (tmpfs) and on /tmp, against the in-memory ledger, alternated three times
  *    (memory, file, memory, file, ...; the median of each side's medians); target <= 1.1x.  Then
  *    file bytes and mirror host memory per live allocation at 1,000,000 live.
+ * 6. The stack walk alone (ledger_unwind_backtrace: libunwind's unw_backtrace, the walk every
+ *    capture makes, without the interning), at the bottom of recursions of 0, 8, 16, 24 and 32
+ *    extra frames: ns per walk by the frames it returned, and a least-squares line through them
+ *    (what a walk costs to start, and per frame).  Timed in batches of WALK_BATCH walks (the
+ *    median of the batches' means), so no timer overhead to subtract.
  * Timer: CLOCK_MONOTONIC (vDSO); the median of empty timed intervals is subtracted.
  * Usage: bench_ledger [timed_pairs]   (default 200000 per variant)
  */
@@ -43,6 +48,7 @@
 
 #include "clock.h"
 #include "ledger.h"
+#include "ledger_internal.h" /* ledger_unwind_backtrace: the walk alone (section 6) */
 #include "ledger_py.h"
 #include "ledger_file.h"
 #include "pool.h"
@@ -538,6 +544,65 @@ static void python_bench(size_t timed)
            pyb.frames_seen, pyb.med[1] - pyb.med[0], pyb.med[3] - pyb.med[2]);
 }
 
+/* ---- 6. the stack walk by depth ------------------------------------------------------------ */
+#define WALK_MAX 64      /* frames a walk may return (more than the deepest recursion gives) */
+#define WALK_BATCH 1000  /* walks timed together */
+#define WALK_BATCHES 101 /* batches; the median of their means is the figure */
+static volatile int walk_sink;
+
+/* At the bottom of `extra` more frames of this function: the median ns of one walk, and its
+ * frame count in *frames.  (Each level uses the result after the call: no tail call, so every
+ * level keeps its frame.) */
+__attribute__((noinline)) static double walk_at_depth(int extra, int *frames)
+{
+    if (extra > 0) {
+        double ns = walk_at_depth(extra - 1, frames);
+        walk_sink += *frames;
+        return ns;
+    }
+    void *buf[WALK_MAX];
+    double mean[WALK_BATCHES];
+    int n = 0;
+    for (int i = 0; i < WALK_BATCH; i++) n = ledger_unwind_backtrace(buf, WALK_MAX); /* warm */
+    for (int b = 0; b < WALK_BATCHES; b++) {
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < WALK_BATCH; i++) n = ledger_unwind_backtrace(buf, WALK_MAX);
+        mean[b] = (double)(now_ns() - t0) / WALK_BATCH;
+    }
+    qsort(mean, WALK_BATCHES, sizeof mean[0], cmp_double);
+    *frames = n;
+    return mean[WALK_BATCHES / 2];
+}
+
+static void walk_bench(void)
+{
+    if (!ledger_unwind_load()) {
+        printf("  not measured: libunwind could not be loaded\n");
+        return;
+    }
+    enum { NDEPTHS = 5 };
+    double x[NDEPTHS], y[NDEPTHS], sx = 0, sy = 0;
+    for (int k = 0; k < NDEPTHS; k++) {
+        int frames = 0;
+        y[k] = walk_at_depth(8 * k, &frames);
+        x[k] = frames;
+        sx += x[k];
+        sy += y[k];
+        printf("  %2d frames  %6.1f ns a walk\n", frames, y[k]);
+        printf("BENCH_LEDGER walk frames=%d ns=%.1f\n", frames, y[k]);
+    }
+    double mx = sx / NDEPTHS, my = sy / NDEPTHS, sxy = 0, sxx = 0;
+    for (int k = 0; k < NDEPTHS; k++) {
+        sxy += (x[k] - mx) * (y[k] - my);
+        sxx += (x[k] - mx) * (x[k] - mx);
+    }
+    double per = sxx > 0 ? sxy / sxx : 0, start = my - per * mx;
+    printf("  least squares: %.1f ns to start a walk, %.2f ns a frame (a capture of the default "
+           "depth walks its 16 frames and npupool's own above them)\n",
+           start, per);
+    printf("BENCH_LEDGER walk_fit start_ns=%.1f per_frame_ns=%.2f\n", start, per);
+}
+
 int main(int argc, char **argv)
 {
     size_t timed = argc > 1 ? strtoul(argv[1], NULL, 10) : 200000;
@@ -560,6 +625,8 @@ int main(int argc, char **argv)
            "default depth %s the 400 ns target\n",
            d16 - off, d32 - off, d16 <= 400 ? "meets" : "MISSES");
     printf("  Python frames on, no interpreter in the process: %+.0f ns (bt=16)\n", d16_py - d16);
+    printf("bench_ledger: the stack walk alone (libunwind), by the frames it returns\n");
+    walk_bench();
     printf("bench_ledger: report writing and memory\n");
     report_bench();
     printf("bench_ledger: Python frames (an embedded interpreter)\n");
