@@ -7,8 +7,8 @@
 no_emu "the benchmarks are timed on the host's own CPU only"
 B="$ROOT/$BUILD/bench"
 cd "$TMPDIR_CASE"
-run_bench() { # $1 = what its output must contain, then the command
-    local want=$1 out rc
+run_bench() { # $1 = what its output must contain, then the command; the output stays in $out
+    local want=$1 rc
     shift
     out=$("$@" 2>&1); rc=$?
     [ "$rc" -eq 0 ] || { echo "$out" | tail -20; fail "$(basename "$1") exited with status $rc"; }
@@ -17,6 +17,8 @@ run_bench() { # $1 = what its output must contain, then the command
 run_bench 'BENCH_POOL live=100000' "$B/bench_pool" 2000
 run_bench 'BENCH_FRAG_VA seed=3' "$B/bench_frag" 100
 run_bench 'ledger file with' "$B/bench_ledger" 2000
+echo "$out" | grep -Eq 'BENCH_LEDGER walk_fit start_ns=[0-9.]+ per_frame_ns=[0-9.]+|not measured: libunwind' ||
+    fail "bench_ledger: no line for the stack walk by depth"
 run_bench 'npupool / bestfit (medians)' "$B/bench_peers" 0.01
 # BENCH_PEERS_ONLY: the peers named and no other, npupool's paths with their p90 and p99
 only=$(BENCH_PEERS_ONLY=o1heap BENCH_PEERS_SECTIONS=B "$B/bench_peers" 0.01 2>&1) ||
