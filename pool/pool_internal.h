@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "addrmap.h"
+#include "barrier.h"
 #include "debug.h"
 #include "desc.h"
 #include "lock.h"
@@ -347,14 +348,11 @@ static inline cache_t *pool_cache_peek(const pool_t *p)
 }
 /* Open the owner's busy window: 0 when a stop is in progress (the window is closed again and
  * the caller takes the lock).  The store-load order between `busy` and `stw` is the asymmetric
- * Dekker of pool_cache.c: a compiler barrier here, membarrier() on the stopper's side. */
+ * Dekker of pool_cache.c: barrier_light here, membarrier() on the stopper's side. */
 static inline int pool_cache_enter(pool_t *p, cache_t *c)
 {
     __atomic_store_n(&c->busy, 1, __ATOMIC_RELAXED);
-    if (__builtin_expect(pool_cache_fenced, 0))
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    else
-        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    barrier_light(pool_cache_fenced);
     if (__builtin_expect(__atomic_load_n(&p->stw, __ATOMIC_ACQUIRE) == 0, 1)) return 1;
     __atomic_store_n(&c->busy, 0, __ATOMIC_RELEASE);
     return 0;

@@ -18,7 +18,7 @@
  *     pointer gone).  The allocation path pays no fence; a retirer (aclrtResetDevice,
  *     aclFinalize) pays one system call.
  *   - symmetric (no membarrier: an old kernel, a seccomp filter; and in TSan builds, which do
- *     not model the system call): a plain store, a full fence (__atomic_thread_fence seq_cst:
+ *     not model the system call): a plain store, a full fence (barrier_light, base/barrier.h:
  *     DMB ISH on aarch64, MFENCE on x86-64), then the reload; the retirer's unpublish is an
  *     atomic exchange and its scan loads are seq_cst.  Not a seq_cst store and a seq_cst load
  *     (STLR then LDAR on aarch64): the architecture orders that pair, and C11 says it is
@@ -89,10 +89,7 @@ void *pin_load(void **shared)
     for (;;) {
         void *p = __atomic_load_n(shared, __ATOMIC_ACQUIRE);
         __atomic_store_n(slot, p, __ATOMIC_RELAXED);
-        if (asym)
-            __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the CPU's fence is the retirer's */
-        else
-            __atomic_thread_fence(__ATOMIC_SEQ_CST); /* store -> load: see the header */
+        barrier_light(!asym); /* store -> load; with membarrier the retirer's is the CPU's */
         if (p == NULL || __atomic_load_n(shared, __ATOMIC_ACQUIRE) == p) {
             if (p == NULL) pin_release();
             return p;

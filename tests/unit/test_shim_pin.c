@@ -151,12 +151,13 @@ static void *user(void *arg)
 
 /* USERS threads pin what `published` names while this thread replaces it ROUNDS times, waits
  * for the old object's pins and "destroys" it; no user may see a destroyed object. */
+#define STRESS_USERS_MAX 8
 static void run_stress(int users, int rounds)
 {
     obj_t *objs = calloc((size_t)rounds, sizeof *objs);
-    pthread_t th[8];
+    pthread_t th[STRESS_USERS_MAX];
     assert_non_null(objs);
-    assert_true(users <= 8);
+    assert_true(users <= STRESS_USERS_MAX);
     /* Each group runs these tests: start from nothing, not from the last run's stop. */
     __atomic_store_n(&stop, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&violations, 0, __ATOMIC_RELAXED);
